@@ -1,0 +1,57 @@
+"""The ``mahjong-table`` command.
+
+Each area of the project adds its own subcommands: a module listed in ``COMMAND_MODULES``
+exposes ``register(subparsers)``, which adds parsers whose ``func`` default takes the parsed
+arguments and returns the exit status. Registration must stay cheap (no heavy imports at module
+level) so that ``mahjong-table --help`` is instant.
+
+Exit status: 0 success, 1 a negative answer (an invalid win, a failed check), 2 bad input or
+usage (with a message naming what is wrong, never a traceback), 3 hardware or I/O failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from controller.errors import DeviceError, MahjongTableError, StorageError, VisionError
+
+COMMAND_MODULES: tuple[str, ...] = ("controller.score_cli",)
+
+EXIT_OK = 0
+EXIT_NO = 1
+EXIT_INPUT = 2
+EXIT_HARDWARE = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mahjong-table",
+        description="A self-scoring Shanghai mahjong table.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (DeviceError, VisionError, StorageError) as exc:
+        print(f"mahjong-table {args.command}: {exc}", file=sys.stderr)
+        return EXIT_HARDWARE
+    except MahjongTableError as exc:
+        print(f"mahjong-table {args.command}: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
