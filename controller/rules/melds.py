@@ -1,0 +1,136 @@
+"""Melds laid down on the table: chows, pungs and the three kinds of kong.
+
+A kong is a set of its own, never "three tiles plus one": it counts as one of the four sets of a
+hand, and its 花 depend on how it was made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from controller.rules.errors import HandError
+from controller.rules.tiles import Tile, format_tiles, parse_tiles
+
+SEATS = 4
+
+
+class MeldKind(StrEnum):
+    """How a meld was made. The values are the names used in JSON and in the notation."""
+
+    CHOW = "chow"  # 吃, only from the player before you
+    PUNG = "pung"  # 碰
+    KONG = "kong"  # 明杠: three in hand and the fourth claimed from a discard
+    ADDED_KONG = "added_kong"  # 上杠 / 加杠: a drawn tile added to one's own exposed pung
+    CONCEALED_KONG = "concealed_kong"  # 暗杠: four drawn tiles
+
+    @property
+    def is_kong(self) -> bool:
+        return self in (MeldKind.KONG, MeldKind.ADDED_KONG, MeldKind.CONCEALED_KONG)
+
+    @property
+    def size(self) -> int:
+        return 4 if self.is_kong else 3
+
+
+_MELD_NOTATION = {
+    MeldKind.CHOW: "",
+    MeldKind.PUNG: "",
+    MeldKind.KONG: "",
+    MeldKind.ADDED_KONG: "+",
+    MeldKind.CONCEALED_KONG: "",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Meld:
+    """One meld. ``source`` is the seat (0-3) whose discard was claimed for it; for an added
+    kong, the seat the original pung was claimed from; ``None`` for a concealed kong.
+
+    Construction validates the shape: a chow is three consecutive tiles of one suit, a pung
+    three identical tiles, a kong four; anything else raises :class:`HandError`.
+    """
+
+    kind: MeldKind
+    tiles: tuple[Tile, ...]
+    source: int | None = None
+
+    def __post_init__(self) -> None:
+        kind = MeldKind(self.kind)
+        object.__setattr__(self, "kind", kind)
+        tiles = tuple(sorted(Tile(t) for t in self.tiles))
+        object.__setattr__(self, "tiles", tiles)
+        shown = format_tiles(tiles)
+        if any(t.is_flower for t in tiles):
+            raise HandError(f"a {kind.value} cannot contain flowers ({shown})")
+        if len(tiles) != kind.size:
+            raise HandError(f"a {kind.value} has {kind.size} tiles, not {len(tiles)} ({shown})")
+        if kind is MeldKind.CHOW:
+            first = tiles[0]
+            if not (
+                first.is_number
+                and tiles[1] == first + 1
+                and tiles[2] == first + 2
+                and tiles[2].suit is first.suit
+            ):
+                raise HandError(f"a chow is three consecutive tiles of one suit, not {shown}")
+        elif len(set(tiles)) != 1:
+            raise HandError(f"a {kind.value} is {kind.size} identical tiles, not {shown}")
+        if kind is MeldKind.CONCEALED_KONG:
+            if self.source is not None:
+                raise HandError(f"a concealed kong is not claimed from anyone ({shown})")
+        elif self.source is not None and (
+            not isinstance(self.source, int)
+            or isinstance(self.source, bool)
+            or not 0 <= self.source < SEATS
+        ):
+            raise HandError(f"the seat a meld was claimed from is 0-3, not {self.source!r}")
+
+    @classmethod
+    def of(
+        cls, kind: MeldKind | str, tiles: str | tuple[Tile, ...], source: int | None = None
+    ) -> Meld:
+        """Build a meld from tiles written in the notation: ``Meld.of("pung", "EEE", 1)``."""
+        if isinstance(tiles, str):
+            tiles = tuple(parse_tiles(tiles))
+        try:
+            kind = MeldKind(kind)
+        except ValueError:
+            names = ", ".join(k.value for k in MeldKind)
+            raise HandError(f"unknown meld kind {kind!r} (one of {names})") from None
+        return cls(kind, tiles, source)
+
+    @property
+    def tile(self) -> Tile:
+        """The lowest tile (for a pung or kong, the tile itself)."""
+        return self.tiles[0]
+
+    @property
+    def is_kong(self) -> bool:
+        return self.kind.is_kong
+
+    @property
+    def is_pung_or_kong(self) -> bool:
+        return self.kind is not MeldKind.CHOW
+
+    @property
+    def is_concealed(self) -> bool:
+        """Only a concealed kong keeps the hand 门清."""
+        return self.kind is MeldKind.CONCEALED_KONG
+
+    @property
+    def is_claim(self) -> bool:
+        """Made by claiming another player's discard (吃, 碰, 明杠; an added kong's pung was)."""
+        return self.kind is not MeldKind.CONCEALED_KONG
+
+    def notation(self) -> str:
+        """``[EEE<1]``, ``[123m<3]``, ``[5555p+<2]`` (added kong), ``[FFFF]`` (concealed)."""
+        text = format_tiles(self.tiles) + _MELD_NOTATION[self.kind]
+        if self.source is not None:
+            text += f"<{self.source}"
+        elif self.kind is not MeldKind.CONCEALED_KONG:
+            text += "<?"
+        return f"[{text}]"
+
+    def __str__(self) -> str:
+        return self.notation()
