@@ -1,0 +1,294 @@
+"""Camera sources: OpenCV (files, devices), Picamera2, image folders; errors and retry."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import sys
+import types
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.errors import CameraError, VisionError
+from vision.camera import (
+    CameraLost,
+    CameraSource,
+    EndOfStream,
+    Frame,
+    ImageFilesCamera,
+    ImageFolderCamera,
+    OpenCVCamera,
+    PicameraSource,
+    as_bgr,
+    open_camera,
+    read_image,
+)
+
+
+def _solid(value: int, size: tuple[int, int] = (64, 48)) -> np.ndarray:
+    img = np.full((size[1], size[0], 3), value, np.uint8)
+    cv2.putText(img, str(value), (5, 30), cv2.FONT_HERSHEY_SIMPLEX, 0.8, (255, 0, 0), 2)
+    return img
+
+
+def _write_video(path: Path, n: int, size: tuple[int, int] = (96, 64)) -> None:
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, size)
+    assert writer.isOpened()
+    for i in range(n):
+        writer.write(_solid(40 * i + 20, size))
+    writer.release()
+
+
+def test_errors_are_camera_errors() -> None:
+    assert issubclass(CameraLost, CameraError)
+    assert issubclass(EndOfStream, CameraError)
+    assert issubclass(CameraError, VisionError)
+
+
+def test_folder_reads_images_in_name_order_and_skips_past_a_bad_file(tmp_path: Path) -> None:
+    for i in (2, 0, 1):
+        cv2.imwrite(str(tmp_path / f"f{i}.png"), _solid(50 * i + 10))
+    (tmp_path / "f1b.jpg").write_bytes(b"not a jpeg at all")
+    (tmp_path / "notes.txt").write_text("ignored")
+    cam = ImageFolderCamera(tmp_path)
+    first = cam.read()
+    assert isinstance(first, Frame)
+    assert first.index == 0 and first.source.endswith("f0.png")
+    assert first.image.shape == (48, 64, 3) and first.image.dtype == np.uint8
+    assert first.size == (64, 48)
+    assert cam.read().source.endswith("f1.png")
+    with pytest.raises(CameraError, match=r"f1b\.jpg"):
+        cam.read()
+    third = cam.read()
+    assert third.source.endswith("f2.png") and third.index == 2
+    assert int(third.image[40, 60, 1]) == 110
+    with pytest.raises(EndOfStream):
+        cam.read()
+    cam.close()
+
+
+def test_iteration_ends_at_end_of_stream_and_loop_restarts(tmp_path: Path) -> None:
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"{i}.png"
+        cv2.imwrite(str(p), _solid(10 + i))
+        paths.append(p)
+    with ImageFilesCamera(paths) as cam:
+        assert [f.index for f in cam] == [0, 1, 2]
+    looped = ImageFilesCamera(paths, loop=True)
+    sources = [Path(f.source).name for f in looped.frames(limit=7)]
+    assert sources == ["0.png", "1.png", "2.png", "0.png", "1.png", "2.png", "0.png"]
+
+
+def test_folder_missing_or_empty_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(CameraError, match="does not exist"):
+        ImageFolderCamera(tmp_path / "nope").read()
+    (tmp_path / "readme.txt").write_text("x")
+    with pytest.raises(CameraError, match="holds no images"):
+        ImageFolderCamera(tmp_path).read()
+
+
+def test_read_image_converts_grey_alpha_and_16_bit(tmp_path: Path) -> None:
+    grey = np.full((20, 30), 77, np.uint8)
+    cv2.imwrite(str(tmp_path / "g.png"), grey)
+    assert read_image(tmp_path / "g.png").shape == (20, 30, 3)
+    bgra = np.zeros((20, 30, 4), np.uint8)
+    bgra[..., 2] = 200
+    cv2.imwrite(str(tmp_path / "a.png"), bgra)
+    img = read_image(tmp_path / "a.png")
+    assert img.shape == (20, 30, 3) and int(img[0, 0, 2]) == 200
+    deep = np.full((20, 30, 3), 65535, np.uint16)
+    cv2.imwrite(str(tmp_path / "d.png"), deep)
+    assert int(read_image(tmp_path / "d.png")[0, 0, 0]) == 255
+
+
+def test_read_image_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(CameraError, match="does not exist"):
+        read_image(tmp_path / "missing.png")
+    (tmp_path / "empty.png").write_bytes(b"")
+    with pytest.raises(CameraError, match=r"empty\.png is not a readable image"):
+        read_image(tmp_path / "empty.png")
+    good = cv2.imencode(".png", _solid(90))[1].tobytes()
+    (tmp_path / "cut.png").write_bytes(good[: len(good) // 3])
+    with pytest.raises(CameraError, match=r"cut\.png"):
+        read_image(tmp_path / "cut.png")
+    with pytest.raises(CameraError, match="not a file"):
+        read_image(tmp_path)
+
+
+@given(
+    st.sampled_from([np.float32, np.int8, np.int32, np.float64]),
+    st.integers(8, 20),
+    st.integers(8, 20),
+)
+def test_as_bgr_rejects_non_8_bit_pixels(dtype: type, h: int, w: int) -> None:
+    with pytest.raises(CameraError, match="8-bit"):
+        as_bgr(np.zeros((h, w, 3), dtype), "frame")
+
+
+@pytest.mark.parametrize(
+    "bad", [None, "image", np.zeros((0, 0, 3), np.uint8), np.zeros((4, 4, 3), np.uint8)]
+)
+def test_as_bgr_rejects_what_is_not_a_usable_image(bad: object) -> None:
+    with pytest.raises(CameraError):
+        as_bgr(bad, "frame")
+    with pytest.raises(CameraError):
+        as_bgr(np.zeros((10, 10, 5), np.uint8), "frame")
+
+
+def test_video_file_plays_to_its_end(tmp_path: Path) -> None:
+    video = tmp_path / "hand.avi"
+    _write_video(video, 4)
+    cam = OpenCVCamera(video)
+    assert not cam.live
+    frames = list(cam)
+    assert [f.index for f in frames] == [0, 1, 2, 3]
+    assert frames[0].image.shape == (64, 96, 3)
+    assert abs(int(frames[2].image[60, 90, 1]) - 100) < 12  # MJPG is lossy
+    with pytest.raises(EndOfStream):
+        cam.read()
+    cam.close()
+
+
+def test_a_live_source_that_stops_is_lost_and_reading_again_reopens_it(tmp_path: Path) -> None:
+    video = tmp_path / "stream.avi"
+    _write_video(video, 2)
+    cam = OpenCVCamera(video, live=True)  # a file standing in for a camera that is unplugged
+    cam.read()
+    cam.read()
+    with pytest.raises(CameraLost, match="stopped delivering"):
+        cam.read()
+    assert not cam.is_open
+    again = cam.read()  # the caller's retry: the source opens again
+    assert again.index == 2 and cam.is_open
+    video.unlink()
+    cam.close()
+    with pytest.raises(CameraError, match="does not exist"):
+        cam.read()
+
+
+def test_opencv_open_failures_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(CameraError, match="does not exist"):
+        OpenCVCamera(tmp_path / "gone.mp4").read()
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"\x00\x01garbage" * 100)
+    with pytest.raises(CameraError, match="cannot open"):
+        OpenCVCamera(junk).read()
+    with pytest.raises(CameraError, match="no camera at index 57"):
+        OpenCVCamera(57).read()
+    with pytest.raises(CameraError, match="index is 0 or more"):
+        OpenCVCamera(-1)
+
+
+def test_open_camera_understands_what_an_installer_types(tmp_path: Path) -> None:
+    cv2.imwrite(str(tmp_path / "still.jpg"), _solid(30))
+    _write_video(tmp_path / "clip.avi", 2)
+    cam = open_camera("2")
+    assert isinstance(cam, OpenCVCamera) and cam.source == 2 and cam.live
+    assert isinstance(open_camera(1), OpenCVCamera)
+    url = open_camera("rtsp://192.168.1.20/stream", size=(1280, 960))
+    assert isinstance(url, OpenCVCamera) and url.live and url.width == 1280
+    assert isinstance(open_camera(str(tmp_path)), ImageFolderCamera)
+    still = open_camera(str(tmp_path / "still.jpg"))
+    assert isinstance(still, ImageFilesCamera)
+    assert still.read().image.shape == (48, 64, 3)
+    clip = open_camera(str(tmp_path / "clip.avi"))
+    assert isinstance(clip, OpenCVCamera) and not clip.live
+    assert len(list(clip)) == 2
+    with pytest.raises(CameraError, match="neither a camera index"):
+        open_camera(str(tmp_path / "nothing-here"))
+    with pytest.raises(CameraError, match="does not name a camera"):
+        open_camera("  ")
+    with pytest.raises(CameraError, match="picamera:N"):
+        open_camera("picamera:x")
+
+
+@given(st.integers(0, 10_000))
+def test_open_camera_reads_any_digits_as_a_device_index(n: int) -> None:
+    cam = open_camera(str(n))
+    assert isinstance(cam, OpenCVCamera) and cam.source == n and not cam.is_open
+
+
+def test_picamera_not_installed_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)  # not installed
+    with pytest.raises(CameraError, match="python3-picamera2"):
+        PicameraSource()
+    with pytest.raises(CameraError, match="Picamera2 is not installed"):
+        open_camera("picamera")
+
+
+class _FakeLibcamera:
+    """Stands in for ``picamera2.Picamera2`` (which needs a Pi): records what it is asked."""
+
+    instances: list[_FakeLibcamera] = []  # noqa: RUF012 - shared log for the test
+
+    def __init__(self, num: int) -> None:
+        if num > 0:
+            raise IndexError("list index out of range")
+        self.calls: list[str] = []
+        self.fail_capture = False
+        _FakeLibcamera.instances.append(self)
+
+    def create_video_configuration(self, main: dict) -> dict:
+        self.calls.append(f"config {main['size']} {main['format']}")
+        return {"main": main}
+
+    def configure(self, config: dict) -> None:
+        self.size = config["main"]["size"]
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def capture_array(self, stream: str) -> np.ndarray:
+        if self.fail_capture:
+            raise RuntimeError("Camera frontend has timed out!")
+        w, h = self.size
+        return np.full((h, w, 3), 123, np.uint8)
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+
+@pytest.fixture
+def fake_picamera2(monkeypatch: pytest.MonkeyPatch) -> type[_FakeLibcamera]:
+    module = types.ModuleType("picamera2")
+    module.__spec__ = importlib.machinery.ModuleSpec("picamera2", loader=None)
+    module.Picamera2 = _FakeLibcamera  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "picamera2", module)
+    _FakeLibcamera.instances = []
+    return _FakeLibcamera
+
+
+def test_picamera_source_configures_bgr_frames_and_recovers(
+    fake_picamera2: type[_FakeLibcamera],
+) -> None:
+    cam = open_camera("picamera", size=(640, 480))
+    assert isinstance(cam, PicameraSource)
+    frame = cam.read()
+    assert frame.image.shape == (480, 640, 3) and frame.source == "picamera 0"
+    lib = fake_picamera2.instances[0]
+    assert lib.calls == ["config (640, 480) RGB888", "start"]
+    lib.fail_capture = True
+    with pytest.raises(CameraLost, match="timed out"):
+        cam.read()
+    assert lib.calls[-2:] == ["stop", "close"] and not cam.is_open
+    assert cam.read().index == 1  # a fresh Picamera2 was opened
+    assert len(fake_picamera2.instances) == 2
+    cam.close()
+
+
+def test_picamera_missing_camera_number(fake_picamera2: type[_FakeLibcamera]) -> None:
+    with pytest.raises(CameraError, match="no Picamera2 camera 1"):
+        open_camera("picamera:1").read()
+
+
+def test_a_source_is_one_interface() -> None:
+    for cls in (OpenCVCamera, PicameraSource, ImageFilesCamera, ImageFolderCamera):
+        assert issubclass(cls, CameraSource)

@@ -1,0 +1,457 @@
+"""Camera sources: every way a frame reaches the vision pipeline, behind one interface.
+
+A :class:`CameraSource` hands out :class:`Frame` objects from :meth:`~CameraSource.read`:
+
+* :class:`OpenCVCamera` - anything ``cv2.VideoCapture`` opens: a USB camera by index
+  (``0``), a device path (``/dev/video0``), a stream URL (``rtsp://…``, ``http://…``) or a
+  video file;
+* :class:`PicameraSource` - a Raspberry Pi CSI camera through Picamera2 (``VideoCapture``
+  cannot open those), imported only when asked for;
+* :class:`ImageFilesCamera` / :class:`ImageFolderCamera` - still images, one per frame;
+* the simulator's camera, ``hardware_sim.camera.SimCamera``, which renders the table.
+
+:func:`open_camera` turns the text an installer types (``0``, ``/dev/video2``, ``picamera``,
+``photos/``, ``match.mp4``) into the right source.
+
+Failures never escape as anything but :class:`~controller.errors.CameraError`: a camera that
+cannot be opened, an unreadable image, and :class:`CameraLost` when a live camera stops
+delivering (unplugged, stream dropped). After :class:`CameraLost` the source is closed; the
+next :meth:`~CameraSource.read` tries to open it again, so the caller retries simply by reading
+again (later). A file or folder that has no more frames raises :class:`EndOfStream`, which
+iteration over a source treats as the normal end.
+
+>>> with open_camera("frames/") as camera:   # doctest: +SKIP
+...     for frame in camera:
+...         print(frame.index, frame.image.shape)
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import stat
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+
+from controller.errors import CameraError
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"})
+"""File name endings read as still images (anything else OpenCV opens is taken as video)."""
+
+
+class CameraLost(CameraError):
+    """A live camera stopped delivering frames. Reading again tries to reopen it."""
+
+
+class EndOfStream(CameraError):
+    """A video file or a set of images has no more frames (the normal end, not a fault)."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One image from a camera: ``image`` is BGR ``uint8`` of shape ``(height, width, 3)``;
+    ``index`` counts the frames this source has delivered (from 0); ``timestamp`` is
+    :func:`time.monotonic` when it was read; ``source`` names the camera (or the image file)."""
+
+    image: np.ndarray = field(repr=False)
+    index: int
+    timestamp: float
+    source: str
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """``(width, height)`` in pixels."""
+        return int(self.image.shape[1]), int(self.image.shape[0])
+
+
+def as_bgr(image: Any, what: str) -> np.ndarray:
+    """``image`` as a contiguous BGR ``uint8`` array; grey and BGRA images are converted.
+
+    Raises :class:`CameraError` naming ``what`` for anything that is not an image."""
+    import cv2
+
+    if not isinstance(image, np.ndarray) or image.size == 0:
+        raise CameraError(f"{what} is not an image")
+    if image.dtype != np.uint8:
+        if image.dtype == np.uint16:  # 16-bit PNG or TIFF
+            image = (image >> 8).astype(np.uint8)
+        else:
+            raise CameraError(f"{what} has {image.dtype} pixels; expected 8-bit colour")
+    if image.ndim == 2:
+        image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    elif image.ndim == 3 and image.shape[2] == 1:
+        image = cv2.cvtColor(image[:, :, 0], cv2.COLOR_GRAY2BGR)
+    elif image.ndim == 3 and image.shape[2] == 4:
+        image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
+    elif not (image.ndim == 3 and image.shape[2] == 3):
+        raise CameraError(f"{what} has shape {image.shape}; expected a colour image")
+    if image.shape[0] < 8 or image.shape[1] < 8:
+        raise CameraError(f"{what} is only {image.shape[1]}x{image.shape[0]} pixels")
+    return np.ascontiguousarray(image)
+
+
+def read_image(path: str | os.PathLike[str]) -> np.ndarray:
+    """Read an image file as BGR ``uint8``; a clear :class:`CameraError` if it cannot be."""
+    import cv2
+
+    p = Path(path)
+    if not p.exists():
+        raise CameraError(f"image {p} does not exist")
+    if not p.is_file():
+        raise CameraError(f"{p} is not a file")
+    try:
+        data = np.fromfile(p, dtype=np.uint8)
+    except OSError as exc:
+        raise CameraError(f"cannot read image {p}: {exc.strerror or exc}") from None
+    # imdecode rather than imread: it reads any path (non-ASCII too) and never aborts on junk
+    image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED) if data.size else None
+    if image is None:
+        raise CameraError(f"{p} is not a readable image (empty, truncated or not an image file)")
+    return as_bgr(image, f"image {p}")
+
+
+class CameraSource(ABC):
+    """The interface of every camera: :meth:`open`, :meth:`read`, :meth:`close`.
+
+    :meth:`read` opens the source if needed, so a caller that got :class:`CameraLost` retries
+    by calling it again. A source is a context manager and an iterator of frames (iteration
+    ends at :class:`EndOfStream`; other errors propagate). Subclasses implement ``_open``,
+    ``_grab`` and ``_close``.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._is_open = False
+        self._count = 0
+
+    @property
+    def is_open(self) -> bool:
+        return self._is_open
+
+    @property
+    def frames_read(self) -> int:
+        """How many frames this source has delivered."""
+        return self._count
+
+    def open(self) -> Self:
+        """Open the source (a no-op when open). Raises :class:`CameraError` when it cannot."""
+        if not self._is_open:
+            self._open()
+            self._is_open = True
+        return self
+
+    def read(self) -> Frame:
+        """The next frame. Raises :class:`CameraLost` (source closed; read again to retry),
+        :class:`EndOfStream`, or :class:`CameraError` for a frame that cannot be used."""
+        self.open()
+        try:
+            raw = self._grab()
+        except CameraLost:
+            self.close()
+            raise
+        image = as_bgr(raw, f"a frame from {self.name}")
+        frame = Frame(image, self._count, time.monotonic(), self._frame_source())
+        self._count += 1
+        return frame
+
+    def close(self) -> None:
+        """Release the device; safe to call twice."""
+        if self._is_open:
+            self._is_open = False
+            self._close()
+
+    def frames(self, limit: int | None = None) -> Iterator[Frame]:
+        """Frames until the end of the stream (or ``limit`` frames)."""
+        n = 0
+        while limit is None or n < limit:
+            try:
+                yield self.read()
+            except EndOfStream:
+                return
+            n += 1
+
+    def __iter__(self) -> Iterator[Frame]:
+        return self.frames()
+
+    def __enter__(self) -> Self:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}{' open' if self._is_open else ''}>"
+
+    def _frame_source(self) -> str:
+        return self.name
+
+    @abstractmethod
+    def _open(self) -> None: ...
+
+    @abstractmethod
+    def _grab(self) -> Any: ...
+
+    @abstractmethod
+    def _close(self) -> None: ...
+
+
+class OpenCVCamera(CameraSource):
+    """A camera or video that ``cv2.VideoCapture`` opens.
+
+    ``source`` is a device index (``0``), a device path (``/dev/video0``), a URL or a video
+    file. ``width``, ``height`` and ``fps`` are requested from live cameras (the driver may pick
+    the nearest mode it has). ``live`` says whether running out of frames means the camera was
+    lost (:class:`CameraLost`) or the video ended (:class:`EndOfStream`); by default a regular
+    file is not live and everything else is.
+    """
+
+    def __init__(
+        self,
+        source: int | str | os.PathLike[str],
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        fps: float | None = None,
+        live: bool | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        if isinstance(source, bool) or (isinstance(source, int) and source < 0):
+            raise CameraError(f"a camera index is 0 or more, not {source!r}")
+        self.source: int | str = source if isinstance(source, int) else os.fspath(source)
+        self.width, self.height, self.fps = width, height, fps
+        self.timeout_s = timeout_s
+        if live is None:
+            live = not (isinstance(self.source, str) and _is_regular_file(self.source))
+        self.live = live
+        super().__init__(
+            f"camera {self.source}" if isinstance(self.source, int) else str(self.source)
+        )
+        self._cap: Any = None
+
+    def _open(self) -> None:
+        import cv2
+
+        src = self.source
+        if isinstance(src, str) and "://" not in src and not os.path.exists(src):
+            raise CameraError(f"{src} does not exist (no such camera device or video file)")
+        params: list[int] = []
+        timeout_ms = int(self.timeout_s * 1000)
+        for prop in ("CAP_PROP_OPEN_TIMEOUT_MSEC", "CAP_PROP_READ_TIMEOUT_MSEC"):
+            if hasattr(cv2, prop):  # honoured by the stream backends; a frozen URL cannot hang us
+                params += [getattr(cv2, prop), timeout_ms]
+        cap = cv2.VideoCapture(src, cv2.CAP_ANY, params)
+        if not cap.isOpened():
+            cap.release()
+            raise CameraError(self._open_failure())
+        if self.live:
+            if self.width:
+                cap.set(cv2.CAP_PROP_FRAME_WIDTH, self.width)
+            if self.height:
+                cap.set(cv2.CAP_PROP_FRAME_HEIGHT, self.height)
+            if self.fps:
+                cap.set(cv2.CAP_PROP_FPS, self.fps)
+        self._cap = cap
+
+    def _open_failure(self) -> str:
+        src = self.source
+        if isinstance(src, int):
+            return (
+                f"no camera at index {src}: check it is plugged in and not used by another "
+                "program (v4l2-ctl --list-devices lists cameras)"
+            )
+        if "://" in src:
+            return f"cannot open the stream {src}: check the address and that it is reachable"
+        if src.startswith("/dev/"):
+            return (
+                f"cannot open camera device {src}: check it is plugged in, that this user may "
+                "read it (group 'video') and that no other program holds it"
+            )
+        return f"cannot open {src} as a video (unsupported or corrupt file)"
+
+    def _grab(self) -> Any:
+        try:
+            ok, image = self._cap.read()
+        except Exception as exc:  # a backend that throws on a vanished device
+            raise CameraLost(f"{self.name} stopped delivering frames ({exc})") from None
+        if ok and image is not None:
+            return image
+        if self.live:
+            raise CameraLost(
+                f"{self.name} stopped delivering frames (unplugged or stream dropped); "
+                "reading again will try to reopen it"
+            )
+        raise EndOfStream(f"{self.name} has no more frames")
+
+    def _close(self) -> None:
+        cap, self._cap = self._cap, None
+        if cap is not None:
+            cap.release()
+
+
+class PicameraSource(CameraSource):
+    """A Raspberry Pi CSI camera through Picamera2 (``libcamera``).
+
+    Picamera2 is imported when the source is opened; asking for this source where Picamera2 is
+    not installed raises :class:`CameraError` at once, with how to install it.
+    """
+
+    def __init__(self, camera_num: int = 0, *, size: tuple[int, int] = (1280, 960)) -> None:
+        if importlib.util.find_spec("picamera2") is None:
+            raise CameraError(
+                "Picamera2 is not installed: on Raspberry Pi OS run "
+                "'sudo apt install python3-picamera2' and create the virtual environment with "
+                "--system-site-packages (USB cameras work without it: use a camera index)"
+            )
+        super().__init__(f"picamera {camera_num}")
+        self.camera_num = camera_num
+        self.size = (int(size[0]), int(size[1]))
+        self._cam: Any = None
+
+    def _open(self) -> None:
+        picamera2 = importlib.import_module("picamera2")
+        try:
+            cam = picamera2.Picamera2(self.camera_num)
+        except Exception as exc:  # libcamera reports a missing camera in several ways
+            raise CameraError(
+                f"no Picamera2 camera {self.camera_num} ({exc}): check the ribbon cable and "
+                "that 'rpicam-hello --list-cameras' lists it"
+            ) from None
+        try:
+            # "RGB888" is libcamera's name for bytes in B, G, R order: what OpenCV expects
+            config = cam.create_video_configuration(main={"size": self.size, "format": "RGB888"})
+            cam.configure(config)
+            cam.start()
+        except Exception as exc:
+            _close_quietly(cam)
+            raise CameraError(f"cannot start {self.name}: {exc}") from None
+        self._cam = cam
+
+    def _grab(self) -> Any:
+        try:
+            return self._cam.capture_array("main")
+        except Exception as exc:
+            raise CameraLost(f"{self.name} stopped delivering frames ({exc})") from None
+
+    def _close(self) -> None:
+        cam, self._cam = self._cam, None
+        if cam is not None:
+            _close_quietly(cam)
+
+
+def _close_quietly(cam: Any) -> None:
+    # Closing a camera that already vanished must not mask the error being reported.
+    for method in ("stop", "close"):
+        try:
+            getattr(cam, method)()
+        except Exception:  # best effort on a device that may already be gone
+            continue
+
+
+class ImageFilesCamera(CameraSource):
+    """Still images as frames, in the order given. ``loop`` starts again after the last one.
+
+    An image that cannot be read raises :class:`CameraError` naming it; the next read moves on
+    to the following image, so one bad file loses nothing else.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        loop: bool = False,
+        name: str | None = None,
+    ) -> None:
+        self.paths = [Path(p) for p in paths]
+        self.loop = loop
+        super().__init__(name or (str(self.paths[0]) if len(self.paths) == 1 else "images"))
+        self._next = 0
+        self._current: Path | None = None
+
+    def _open(self) -> None:
+        if not self.paths:
+            raise CameraError(f"{self.name}: no images to read")
+
+    def _grab(self) -> Any:
+        if self._next >= len(self.paths):
+            if not self.loop:
+                raise EndOfStream(f"{self.name}: all {len(self.paths)} images read")
+            self._next = 0
+        path = self.paths[self._next]
+        self._next += 1
+        self._current = path
+        return read_image(path)
+
+    def _frame_source(self) -> str:
+        return str(self._current) if self._current else self.name
+
+    def _close(self) -> None:
+        pass
+
+
+class ImageFolderCamera(ImageFilesCamera):
+    """Every image in a folder (by :data:`IMAGE_SUFFIXES`), in name order, as frames."""
+
+    def __init__(self, folder: str | os.PathLike[str], *, loop: bool = False) -> None:
+        self.folder = Path(folder)
+        super().__init__([], loop=loop, name=str(self.folder))
+
+    def _open(self) -> None:
+        if not self.folder.is_dir():
+            raise CameraError(f"image folder {self.folder} does not exist")
+        self.paths = sorted(
+            p for p in self.folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()
+        )
+        if not self.paths:
+            kinds = ", ".join(sorted(IMAGE_SUFFIXES))
+            raise CameraError(f"image folder {self.folder} holds no images ({kinds})")
+        self._next = min(self._next, len(self.paths))
+
+
+def _is_regular_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def open_camera(spec: str | int, *, size: tuple[int, int] | None = None) -> CameraSource:
+    """The camera source named by ``spec``, as an installer would write it.
+
+    ``0`` (a USB camera index), ``/dev/video0`` (a device), ``rtsp://…`` or ``http://…`` (a
+    stream), ``picamera`` or ``picamera:1`` (a CSI camera through Picamera2), a folder of
+    images, an image file, or a video file. ``size`` is the ``(width, height)`` to ask live
+    cameras for. The source is returned unopened; its first :meth:`~CameraSource.read` opens it.
+    """
+    width, height = size if size else (None, None)
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return OpenCVCamera(spec, width=width, height=height)
+    if not isinstance(spec, str) or not spec.strip():
+        raise CameraError(f"{spec!r} does not name a camera")
+    text = spec.strip()
+    if text.isdigit():
+        return OpenCVCamera(int(text), width=width, height=height)
+    lowered = text.lower()
+    if lowered == "picamera" or lowered.startswith("picamera:"):
+        num = text.partition(":")[2] or "0"
+        if not num.isdigit():
+            raise CameraError(f"{text!r}: write picamera or picamera:N with N the camera number")
+        return PicameraSource(int(num), size=size or (1280, 960))
+    if "://" in text:
+        return OpenCVCamera(text, width=width, height=height)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return ImageFolderCamera(path)
+    if not path.exists():
+        raise CameraError(
+            f"{text} is neither a camera index, a device, a URL, nor an existing file or folder"
+        )
+    if path.suffix.lower() in IMAGE_SUFFIXES:
+        return ImageFilesCamera([path])
+    return OpenCVCamera(str(path), width=width, height=height)
