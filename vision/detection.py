@@ -1,0 +1,109 @@
+"""One tile found in an image: where it lies, what it is, and how sure the recogniser is."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vision.labels import BACK, label_name
+
+Box = tuple[float, float, float, float]
+"""``(x, y, w, h)``: the axis-aligned box in image pixels, ``(x, y)`` its top-left corner."""
+
+
+@dataclass(frozen=True)
+class TileDetection:
+    """A tile the recogniser found.
+
+    ``label`` is a :mod:`vision.labels` label (a :class:`~controller.rules.tiles.Tile` value
+    or :data:`~vision.labels.BACK`); ``confidence`` the classifier's probability of it (0-1);
+    ``box`` the axis-aligned box ``(x, y, w, h)`` and ``quad`` the tile's outline (4x2 float
+    array, corners clockwise from the tile's own top-left), both in image pixels; ``sideways``
+    says the tile's long axis lies horizontal in the image (a claimed tile in a meld).
+    ``needs_confirmation`` is set when the confidence is under the recogniser's threshold: the
+    label is then only a best guess for the players to confirm. ``alternatives`` are the
+    runner-up labels with their probabilities, best first. ``finder_score`` is how sure the
+    tile finder was that a tile is there at all.
+    """
+
+    label: int
+    confidence: float
+    box: Box
+    quad: np.ndarray = field(compare=False, repr=False)
+    sideways: bool = False
+    needs_confirmation: bool = False
+    alternatives: tuple[tuple[int, float], ...] = ()
+    finder_score: float = 1.0
+
+    def __post_init__(self) -> None:
+        quad = np.asarray(self.quad, dtype=np.float32).reshape(4, 2)
+        quad.setflags(write=False)
+        object.__setattr__(self, "quad", quad)
+        object.__setattr__(self, "box", tuple(float(v) for v in self.box))
+
+    @property
+    def name(self) -> str:
+        """The label's short name (``5m``, ``E``, ``1f``, ``back``)."""
+        return label_name(self.label)
+
+    @property
+    def face_down(self) -> bool:
+        return self.label == BACK
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        """The centre of the outline, in image pixels."""
+        c = self.quad.mean(axis=0)
+        return float(c[0]), float(c[1])
+
+    @property
+    def angle(self) -> float:
+        """Direction of the tile's long axis, degrees in [0, 180) (90 = upright in the image)."""
+        q = self.quad
+        dx, dy = (q[3] + q[2] - q[0] - q[1]) / 2.0  # top edge midpoint to bottom edge midpoint
+        return math.degrees(math.atan2(float(dy), float(dx))) % 180.0
+
+    def iou(self, box: Box) -> float:
+        """Intersection over union of this detection's box with another ``(x, y, w, h)``."""
+        return box_iou(self.box, box)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the ``detect --json`` record of one tile)."""
+        return {
+            "label": self.name,
+            "index": int(self.label),
+            "confidence": round(float(self.confidence), 4),
+            "box": [round(v, 1) for v in self.box],
+            "quad": [[round(float(x), 1), round(float(y), 1)] for x, y in self.quad],
+            "sideways": bool(self.sideways),
+            "needs_confirmation": bool(self.needs_confirmation),
+            "alternatives": [
+                {"label": label_name(lab), "confidence": round(float(p), 4)}
+                for lab, p in self.alternatives
+            ],
+            "finder_score": round(float(self.finder_score), 4),
+        }
+
+
+def box_iou(a: Box, b: Box) -> float:
+    """Intersection over union of two ``(x, y, w, h)`` boxes (0 when either is empty)."""
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    iw = min(ax + aw, bx + bw) - max(ax, bx)
+    ih = min(ay + ah, by + bh) - max(ay, by)
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = iw * ih
+    union = aw * ah + bw * bh - inter
+    return float(inter / union) if union > 0 else 0.0
+
+
+def box_of_quad(quad: np.ndarray) -> Box:
+    """The axis-aligned box ``(x, y, w, h)`` enclosing an outline."""
+    q = np.asarray(quad, dtype=np.float64).reshape(-1, 2)
+    x0, y0 = q.min(axis=0)
+    x1, y1 = q.max(axis=0)
+    return float(x0), float(y0), float(x1 - x0), float(y1 - y0)
