@@ -1,0 +1,239 @@
+"""Who pays whom: self-draw, discard, robbing a kong, 一炮多响 and every 承包 case.
+
+:func:`settle` takes the wins of one hand (one, or several on a single discard) and returns a
+:class:`Settlement`: each win's :class:`~controller.rules.scoring.Score` (or why it is refused),
+each payment with its reason and shares, the net amount per seat (summing to zero), the next
+dealer and the 荒番 counter for the next hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from controller.rules.errors import WinInputError
+from controller.rules.melds import SEATS
+from controller.rules.profile import Profile
+from controller.rules.scoring import Refusal, Score, huangfan_in_effect, score_win
+from controller.rules.table import huangfan_after, next_dealer
+from controller.rules.win import Win, WinType
+
+
+@dataclass(frozen=True, slots=True)
+class Payment:
+    """``payer`` pays ``payee`` ``amount`` (``shares`` x value x stake), for ``reason``."""
+
+    payer: int
+    payee: int
+    shares: int
+    amount: Fraction
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class WinResult:
+    """One win's outcome: its score (None when refused, with ``refusal`` saying why), the
+    partners it is bound to, and its payments."""
+
+    win: Win
+    score: Score | None
+    refusal: str | None
+    partners: tuple[int, ...]
+    payments: tuple[Payment, ...]
+
+    @property
+    def valid(self) -> bool:
+        return self.score is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """The settlement of one hand's wins."""
+
+    profile: str
+    results: tuple[WinResult, ...]
+    totals: tuple[Fraction, ...]
+    cap_note: str | None
+    next_dealer: int | None
+    huangfan_next: int
+
+    @property
+    def valid(self) -> bool:
+        return all(r.valid for r in self.results)
+
+
+def bound_pairs(win: Win, profile: Profile) -> set[tuple[int, int]]:
+    """The (a, b) pairs where a claimed ``min_claims`` or more discards from b: those given,
+    and those the winner's own melds show (吃, 碰 and 明杠 each one claim from their source)."""
+    pairs = set(win.bound_pairs)
+    claims = [0] * SEATS
+    for m in win.hand.melds:
+        if m.is_claim and m.source is not None:
+            claims[m.source] += 1
+    for seat, n in enumerate(claims):
+        if n >= profile.chengbao.min_claims:
+            pairs.add((win.winner, seat))
+    return pairs
+
+
+def _partners(winner: int, pairs: set[tuple[int, int]], profile: Profile) -> dict[int, int]:
+    """Each partner of ``winner`` and the multiplier on their shares (mutual binding counts
+    twice)."""
+    out = {}
+    for a, b in pairs:
+        if winner in (a, b):
+            other = b if a == winner else a
+            mutual = (other, winner) in pairs and (winner, other) in pairs
+            out[other] = profile.chengbao.mutual_multiplier if mutual else 1
+    return out
+
+
+def _shares(
+    win: Win, profile: Profile, partners: dict[int, int], co_winners: Sequence[int]
+) -> list[tuple[int, int, str]]:
+    """(payer, shares, reason) for one valid win."""
+    cb = profile.chengbao
+    others = [s for s in range(SEATS) if s != win.winner]
+    if win.how is WinType.EIGHT_FLOWERS:
+        return [(s, 1, "八花齐, paid as a self-draw") for s in others]
+    if win.how is WinType.SELF_DRAW:
+        out = []
+        for s in others:
+            if s in partners:
+                out.append((s, cb.self_draw * partners[s], _bound("self-draw", partners[s])))
+            else:
+                out.append((s, 1, "self-draw"))
+        return out
+    d = win.discarder
+    assert d is not None
+    if win.how is WinType.ROBBING_KONG:
+        out = [(d, profile.payments.robbing_kong_shares, "抢杠: the konger pays")]
+        for s, mult in partners.items():
+            out.append((s, cb.robbing_kong * mult, _bound("robbing a kong", mult)))
+        return out
+    if not partners:
+        return [(d, 1, "discard")]
+    if d in partners:
+        return [(d, cb.partner_discard * partners[d], _bound("the partner's discard", partners[d]))]
+    ready = win.discarder_ready
+    if ready is None:
+        raise WinInputError(
+            f"the winner (seat {win.winner}) is bound to seat(s) "
+            f"{', '.join(map(str, sorted(partners)))}, so whether the discarder was ready decides "
+            "who pays: give discarder_ready or discarder_hand",
+            field="discarder_ready",
+        )
+    state = "ready" if ready else "not ready"
+    if any(w in partners for w in co_winners):
+        shares = cb.both_win_ready if ready else cb.both_win_unready
+        return [(d, shares, f"one discard wins for both partners, discarder {state}")]
+    disc, part = cb.third_ready if ready else cb.third_unready
+    out = [(d, disc, f"discard by a third player, {state}")]
+    for s, mult in partners.items():
+        out.append((s, part * mult, _bound(f"a third player's discard ({state})", mult)))
+    return out
+
+
+def _bound(case: str, mult: int) -> str:
+    return f"承包 partner, {case}" + (" (mutual, counted twice)" if mult > 1 else "")
+
+
+def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
+    """Settle the wins of one hand: one win, or several on the same discard (一炮多响)."""
+    if not wins:
+        raise WinInputError("no win to settle")
+    if len(wins) > 1:
+        _check_together(wins, profile)
+    stake = wins[0].stake
+    results: list[WinResult] = []
+    winners = [w.winner for w in wins]
+    for win in wins:
+        outcome = score_win(win, profile)
+        pairs = bound_pairs(win, profile) if profile.chengbao.enabled else set()
+        partners = _partners(win.winner, pairs, profile)
+        if win.how is WinType.EIGHT_FLOWERS:
+            partners = {}
+        if isinstance(outcome, Refusal):
+            results.append(WinResult(win, None, outcome.reason, tuple(sorted(partners)), ()))
+            continue
+        co = [w for w in winners if w != win.winner]
+        payments = []
+        for payer, shares, reason in _shares(win, profile, partners, co):
+            if shares:
+                amount = shares * outcome.value * stake
+                payments.append(Payment(payer, win.winner, shares, amount, reason))
+        results.append(WinResult(win, outcome, None, tuple(sorted(partners)), tuple(payments)))
+    cap_note = _apply_payer_cap(results, profile, stake)
+    totals = [Fraction(0)] * SEATS
+    for r in results:
+        for p in r.payments:
+            totals[p.payer] -= p.amount
+            totals[p.payee] += p.amount
+    valid_winners = [r.win.winner for r in results if r.valid]
+    first = wins[0]
+    nd = (
+        next_dealer(first.dealer, valid_winners, first.discarder) if valid_winners else first.dealer
+    )
+    during = huangfan_in_effect(first, profile)
+    h_next = huangfan_after(during, len(valid_winners), profile) if valid_winners else during
+    return Settlement(profile.name, tuple(results), tuple(totals), cap_note, nd, h_next)
+
+
+def _apply_payer_cap(results: list[WinResult], profile: Profile, stake: Fraction) -> str | None:
+    """The house cap on what one player pays in one hand: a payer over it pays each winner
+    in proportion, the total cut to the cap."""
+    cap_lezi = profile.payments.payer_cap
+    if not cap_lezi:
+        return None
+    cap = cap_lezi * profile.units.lezi * stake
+    owed = [Fraction(0)] * SEATS
+    for r in results:
+        for p in r.payments:
+            owed[p.payer] += p.amount
+    over = {s: cap / owed[s] for s in range(SEATS) if owed[s] > cap}
+    if not over:
+        return None
+    for i, r in enumerate(results):
+        scaled = tuple(
+            Payment(
+                p.payer,
+                p.payee,
+                p.shares,
+                p.amount * over[p.payer],
+                p.reason + f", capped at {cap_lezi} 勒子",
+            )
+            if p.payer in over
+            else p
+            for p in r.payments
+        )
+        results[i] = WinResult(r.win, r.score, r.refusal, r.partners, scaled)
+    seats = ", ".join(str(s) for s in sorted(over))
+    return f"seat(s) {seats} pay at most {cap_lezi} 勒子 in one hand"
+
+
+def _check_together(wins: Sequence[Win], profile: Profile) -> None:
+    """Several wins settle together only as 一炮多响: one discard, different winners."""
+    if not profile.play.multiple_winners:
+        raise WinInputError(
+            f"one discard cannot win for several players in the {profile.name} profile"
+        )
+    first = wins[0]
+    seen = set()
+    for i, w in enumerate(wins):
+        where = f"wins[{i}]"
+        if w.how is not WinType.DISCARD:
+            raise WinInputError(
+                "several wins settle together only on one discard", field=f"{where}.win.type"
+            )
+        if w.winner in seen:
+            raise WinInputError(f"seat {w.winner} wins twice", field=f"{where}.winner")
+        seen.add(w.winner)
+        for name in ("discarder", "dice", "huangfan", "stake", "dealer", "discarder_ready"):
+            if getattr(w, name) != getattr(first, name):
+                field = {"discarder": "win.from"}.get(name, name)
+                raise WinInputError(
+                    "must be the same for every win on one discard", field=f"{where}.{field}"
+                )
+        if w.hand.winning_tile != first.hand.winning_tile:
+            raise WinInputError("one discard is one tile", field=f"{where}.winning_tile")
