@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firmware_bridge.framing import Frame, FrameDecoder, FrameKind, encode_frame
-from firmware_bridge.link import LinkEndpoint
+from firmware_bridge.link import Delivery, LinkEndpoint
 
 
 class Channel:
@@ -190,7 +190,7 @@ def test_nak_on_gap_triggers_immediate_resend() -> None:
     resent = host.poll(0.001)
     assert resent == []
     host.on_frame(Frame(FrameKind.NAK, 1, ack=0), 0.001)
-    assert host.poll(0.001) == first[:0] + [
+    assert host.poll(0.001) == [
         encode_frame(FrameKind.DATA, 1, 0, 0, b"a"),
         encode_frame(FrameKind.DATA, 1, 1, 0, b"b"),
     ]
@@ -198,9 +198,7 @@ def test_nak_on_gap_triggers_immediate_resend() -> None:
 
 def test_frames_of_another_epoch_are_ignored() -> None:
     mcu = LinkEndpoint(initiator=False)
-    assert mcu.on_frame(Frame(FrameKind.RESET, 3, payload=b"p"), 0.0) == [
-        __import__("firmware_bridge.link", fromlist=["Delivery"]).Delivery("reset", b"p")
-    ]
+    assert mcu.on_frame(Frame(FrameKind.RESET, 3, payload=b"p"), 0.0) == [Delivery("reset", b"p")]
     assert mcu.on_frame(Frame(FrameKind.DATA, 2, 0, 0, b"old"), 0.0) == []
     assert mcu.stats.stale == 1
     assert [d.payload for d in mcu.on_frame(Frame(FrameKind.DATA, 3, 0, 0, b"new"), 0.0)] == [
