@@ -1,0 +1,72 @@
+"""TileDetection: geometry, JSON, immutability."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vision.detection import TileDetection, box_iou, box_of_quad
+from vision.labels import BACK
+
+
+def _det(**kw):
+    quad = np.array([[10, 20], [40, 20], [40, 60], [10, 60]], np.float32)
+    fields = dict(label=4, confidence=0.9, box=(10, 20, 30, 40), quad=quad)
+    fields.update(kw)
+    return TileDetection(**fields)
+
+
+def test_fields_and_json():
+    d = _det(alternatives=((13, 0.05), (22, 0.01)), needs_confirmation=True)
+    assert d.name == "5m" and not d.face_down
+    assert d.centre == (25.0, 40.0)
+    assert d.angle == pytest.approx(90.0)
+    record = json.loads(json.dumps(d.to_json()))
+    assert record["label"] == "5m" and record["index"] == 4
+    assert record["box"] == [10.0, 20.0, 30.0, 40.0]
+    assert record["quad"][2] == [40.0, 60.0]
+    assert record["needs_confirmation"] is True
+    assert [a["label"] for a in record["alternatives"]] == ["5p", "5s"]
+
+
+def test_frozen_and_quad_read_only():
+    d = _det()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.label = 5  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        d.quad[0, 0] = 1.0
+    assert _det(label=BACK).face_down
+
+
+def test_sideways_angle():
+    quad = np.array([[0, 0], [0, 30], [40, 30], [40, 0]], np.float32)  # long axis along x
+    d = _det(quad=quad, box=(0, 0, 40, 30), sideways=True)
+    assert d.angle == pytest.approx(0.0)
+
+
+def test_iou_examples():
+    assert box_iou((0, 0, 10, 10), (0, 0, 10, 10)) == 1.0
+    assert box_iou((0, 0, 10, 10), (10, 0, 10, 10)) == 0.0
+    assert box_iou((0, 0, 10, 10), (5, 0, 10, 10)) == pytest.approx(50 / 150)
+    assert box_iou((0, 0, 0, 0), (0, 0, 0, 0)) == 0.0
+
+
+boxes = st.tuples(
+    st.floats(-100, 100), st.floats(-100, 100), st.floats(0.1, 100), st.floats(0.1, 100)
+)
+
+
+@given(boxes, boxes)
+def test_iou_is_symmetric_and_bounded(a, b):
+    v = box_iou(a, b)
+    assert 0.0 <= v <= 1.0 + 1e-9
+    assert v == pytest.approx(box_iou(b, a))
+
+
+def test_box_of_quad():
+    assert box_of_quad(np.array([[1, 2], [5, 1], [6, 7], [0, 4]])) == (0.0, 1.0, 6.0, 6.0)

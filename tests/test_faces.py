@@ -1,0 +1,68 @@
+"""Tile faces: the procedural set (always), the art set (from the shared data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from controller.errors import ModelError
+from vision.faces import FaceSet, art_faces, procedural_faces
+from vision.labels import BACK, NUM_LABELS
+
+
+def _distinct(faces: FaceSet) -> float:
+    """The smallest mean absolute difference between any two faces of the set."""
+    imgs = [faces.face(i).astype(np.float32) for i in range(NUM_LABELS)]
+    return min(
+        float(np.abs(imgs[i] - imgs[j]).mean())
+        for i in range(NUM_LABELS)
+        for j in range(i + 1, NUM_LABELS)
+    )
+
+
+def test_procedural_faces_cover_every_label_at_3_by_4():
+    faces = procedural_faces(60)
+    assert faces.size == (60, 80)
+    for label in range(NUM_LABELS):
+        img = faces.face(label)
+        assert img.shape == (80, 60, 3) and img.dtype == np.uint8
+        assert not img.flags.writeable
+    # every face differs from every other one (no two labels drawn alike)
+    assert _distinct(faces) > 1.0
+
+
+def test_procedural_faces_are_deterministic_and_recoloured():
+    a, b = procedural_faces(48), procedural_faces(48)
+    assert all(np.array_equal(a.face(i), b.face(i)) for i in range(NUM_LABELS))
+    blue = procedural_faces(48, back=(200, 0, 0))
+    centre = blue.face(BACK)[32, 24]
+    assert centre[0] > 150 and centre[1] < 60
+
+
+def test_bad_labels_and_sizes():
+    faces = procedural_faces(32)
+    with pytest.raises(ModelError):
+        faces.face(43)
+    with pytest.raises(ModelError):
+        procedural_faces(10)
+    with pytest.raises(ModelError, match="lacks faces"):
+        FaceSet("broken", {0: faces.face(0)})
+
+
+def test_art_faces_from_the_shared_sheet(shared_data):
+    for sheet in ("uni.svg", "unib.svg"):
+        faces = art_faces(shared_data / "tile-art", 72, sheet=sheet)
+        assert faces.size == (72, 96)
+        assert _distinct(faces) > 1.0
+        # the art is drawn on the body: a face holds ink, not only the body colour
+        one_dot = faces.face(9).astype(np.int16)
+        assert np.abs(one_dot - one_dot[5, 36]).sum(axis=2).max() > 150
+
+
+def test_art_faces_missing_sheet(tmp_path):
+    with pytest.raises(ModelError, match="cannot read the tile art"):
+        art_faces(tmp_path)
+    (tmp_path / "wikimedia-pd").mkdir()
+    (tmp_path / "wikimedia-pd" / "uni.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
+    with pytest.raises(ModelError, match="no symbol"):
+        art_faces(tmp_path)
