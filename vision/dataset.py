@@ -1,0 +1,206 @@
+"""The real-photo dataset: photographs of Chinese tile sets with a box per labelled tile.
+
+The photos (``../shared/data/real-photos/``, Roboflow Universe "Chinese Mahjong Detection" v4,
+CC BY 4.0) are three augmentations of each of 430 source photos; a file's source is its name up
+to ``.rf.``. :func:`split_of` puts every source, with all its augmentations, in exactly one of
+``train``, ``validation`` and ``held_out``, by a hash of the source's name: the split does not
+depend on which files are present or in what order, and the benchmark's held-out photos are
+never trained on.
+
+Labels are YOLO lines (``class cx cy w h``, normalised) or polygons (``class x1 y1 x2 y2 …``,
+of which the bounding box is taken); their class indices are mapped to :mod:`vision.labels`
+with :data:`ROBOFLOW_CODES`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from controller.errors import CameraError, ModelError
+from controller.rules.tiles import Tile
+
+_CODES_TEXT = (
+    "bs1 sc1 sd1 sb1 hwe bs2 sc2 sd2 sb2 hws bs3 sc3 sd3 sb3 hww bs4 sc4 sd4 sb4 hwn bf1 "
+    "sc5 sd5 sb5 hdw bf2 sc6 sd6 sb6 hdg bf3 sc7 sd7 sb7 hdr bf4 sc8 sd8 sb8 sc9 sd9 sb9"
+)
+ROBOFLOW_CODES: tuple[str, ...] = tuple(_CODES_TEXT.split())
+"""The dataset's class names, by class index (its order, not ours)."""
+
+_HONOURS = {
+    "hwe": Tile.EAST,
+    "hws": Tile.SOUTH,
+    "hww": Tile.WEST,
+    "hwn": Tile.NORTH,
+    "hdr": Tile.RED,
+    "hdg": Tile.GREEN,
+    "hdw": Tile.WHITE,
+    "bf1": Tile.PLUM,
+    "bf2": Tile.ORCHID,
+    "bf3": Tile.CHRYSANTHEMUM,
+    "bf4": Tile.BAMBOO_FLOWER,
+}
+
+
+def _code_to_label(code: str) -> int:
+    if code in _HONOURS:
+        return int(_HONOURS[code])
+    n = int(code[2])
+    if code.startswith("bs"):
+        return int(Tile.SPRING) + n - 1
+    suit = {"sc": 0, "sd": 9, "sb": 18}[code[:2]]
+    return suit + n - 1
+
+
+ROBOFLOW_TO_LABEL: tuple[int, ...] = tuple(_code_to_label(c) for c in ROBOFLOW_CODES)
+"""``ROBOFLOW_TO_LABEL[class_index]`` is our label for the dataset's class."""
+
+SPLITS = ("train", "validation", "held_out")
+HELD_OUT_FRACTION = 0.15
+VALIDATION_FRACTION = 0.10
+
+
+def source_of(path: str | Path) -> str:
+    """The source photo a file comes from: its name before ``.rf.`` (or its stem)."""
+    name = Path(path).name
+    return name.split(".rf.", 1)[0] if ".rf." in name else Path(name).stem
+
+
+def split_of(source: str) -> str:
+    """``train``, ``validation`` or ``held_out`` for a source photo (stable: a hash of it)."""
+    h = int.from_bytes(hashlib.sha1(source.encode("utf-8")).digest()[:8], "big") / 2.0**64
+    if h < HELD_OUT_FRACTION:
+        return "held_out"
+    if h < HELD_OUT_FRACTION + VALIDATION_FRACTION:
+        return "validation"
+    return "train"
+
+
+@dataclass(frozen=True)
+class LabelledPhoto:
+    """One photo: its path, source, and the labelled tiles as ``boxes`` (N x 4, ``x y w h``
+    in pixels) with ``labels`` (N, :mod:`vision.labels` values)."""
+
+    path: Path
+    source: str
+    size: tuple[int, int]
+    boxes: np.ndarray = field(repr=False)
+    labels: np.ndarray = field(repr=False)
+
+    @property
+    def split(self) -> str:
+        return split_of(self.source)
+
+    def image(self) -> np.ndarray:
+        """The photo as BGR ``uint8``; :class:`~controller.errors.CameraError` if unreadable."""
+        img = cv2.imread(str(self.path), cv2.IMREAD_COLOR)
+        if img is None:
+            raise CameraError(f"cannot read the photo {self.path}")
+        return img
+
+
+def parse_label_file(text: str, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes (N x 4, pixels) and labels (N) from the text of one YOLO label file."""
+    boxes, labels = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            cls = int(parts[0])
+            vals = [float(v) for v in parts[1:]]
+        except ValueError:
+            raise ModelError(f"label line {n} is not numbers: {line!r}") from None
+        if not 0 <= cls < len(ROBOFLOW_TO_LABEL):
+            raise ModelError(f"label line {n} has class {cls}, not 0-{len(ROBOFLOW_TO_LABEL) - 1}")
+        if len(vals) == 4:
+            cx, cy, w, h = vals
+            x0, y0, x1, y1 = cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
+        elif len(vals) >= 6 and len(vals) % 2 == 0:
+            xs, ys = vals[0::2], vals[1::2]
+            x0, y0, x1, y1 = min(xs), min(ys), max(xs), max(ys)
+        else:
+            raise ModelError(f"label line {n} has {len(vals)} coordinates: {line!r}")
+        x0, x1 = max(0.0, x0) * width, min(1.0, x1) * width
+        y0, y1 = max(0.0, y0) * height, min(1.0, y1) * height
+        if x1 - x0 < 2 or y1 - y0 < 2:
+            continue
+        boxes.append((x0, y0, x1 - x0, y1 - y0))
+        labels.append(ROBOFLOW_TO_LABEL[cls])
+    return np.array(boxes, np.float32).reshape(-1, 4), np.array(labels, np.int64)
+
+
+def load_photos(root: str | Path, splits: Iterable[str] = SPLITS) -> list[LabelledPhoto]:
+    """Every labelled photo under ``root`` (``images/*.jpg`` with ``labels/*.txt``) whose
+    source falls in one of ``splits``, sorted by file name.
+
+    Raises :class:`~controller.errors.ModelError` when the folder holds no photos.
+    """
+    root = Path(root)
+    wanted = set(splits)
+    unknown = wanted - set(SPLITS)
+    if unknown:
+        raise ModelError(f"unknown split(s) {sorted(unknown)}; use {', '.join(SPLITS)}")
+    images = sorted((root / "images").glob("*.jpg"))
+    if not images:
+        raise ModelError(f"no photos in {root / 'images'}")
+    out = []
+    for img_path in images:
+        source = source_of(img_path)
+        if split_of(source) not in wanted:
+            continue
+        label_path = root / "labels" / (img_path.stem + ".txt")
+        text = label_path.read_text() if label_path.exists() else ""
+        w, h = _jpeg_size(img_path)
+        boxes, labels = parse_label_file(text, w, h)
+        out.append(LabelledPhoto(img_path, source, (w, h), boxes, labels))
+    return out
+
+
+def _jpeg_size(path: Path) -> tuple[int, int]:
+    """Width and height from the JPEG header (without decoding the picture)."""
+    with path.open("rb") as f:
+        data = f.read(65536)
+    i = 2
+    while i + 9 < len(data):
+        if data[i] != 0xFF:
+            break
+        marker = data[i + 1]
+        length = int.from_bytes(data[i + 2 : i + 4], "big")
+        if marker in (0xC0, 0xC1, 0xC2):
+            h = int.from_bytes(data[i + 5 : i + 7], "big")
+            w = int.from_bytes(data[i + 7 : i + 9], "big")
+            return w, h
+        i += 2 + length
+    img = cv2.imread(str(path))
+    if img is None:
+        raise CameraError(f"cannot read the photo {path}")
+    return img.shape[1], img.shape[0]
+
+
+def iter_crops(
+    photos: Iterable[LabelledPhoto], size: int, margin: float = 1.3
+) -> Iterator[tuple[np.ndarray, int]]:
+    """Square crops (``size`` pixels, side ``margin`` x the box's longer side, centred on it)
+    of every labelled tile, with its label."""
+    for photo in photos:
+        img = photo.image()
+        for box, label in zip(photo.boxes, photo.labels, strict=True):
+            yield square_crop(img, box, size, margin), int(label)
+
+
+def square_crop(img: np.ndarray, box, size: int, margin: float) -> np.ndarray:
+    """The square around a box's centre, ``margin`` x its longer side, resized to ``size``;
+    outside the image is filled by replicating the border."""
+    x, y, w, h = (float(v) for v in box)
+    side = max(w, h) * margin
+    cx, cy = x + w / 2, y + h / 2
+    s = size / side
+    m = np.array([[s, 0, size / 2 - cx * s], [0, s, size / 2 - cy * s]], np.float32)
+    interp = cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR
+    return cv2.warpAffine(img, m, (size, size), flags=interp, borderMode=cv2.BORDER_REPLICATE)

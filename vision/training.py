@@ -1,0 +1,723 @@
+"""Training of the two ONNX models: the tile finder and the tile classifier.
+
+This is the only module that imports PyTorch, and only when :func:`train` runs (``pip install
+.[train]``). ``mahjong-table train`` calls it.
+
+- The **finder** is a small fully convolutional network in the CenterNet style: from a BGR image
+  (any size, multiple of 32) it predicts, at stride 4, a heatmap of tile centres (one class
+  "tile", face up or face down) and, at each centre, the sub-cell offset, the log of the box's
+  width and height, and the tile's long-axis direction as ``(cos 2θ, sin 2θ)``.
+- The **classifier** reads a square crop around each tile (48 pixels, 1.3 x the box's longer
+  side) and gives the 43 labels' logits and a 192-number embedding; enrolment refits the last
+  layer on that embedding (see :mod:`vision.enrol`).
+
+Data: the real photos' training split (validation split for picking the best epoch; the
+held-out split is never read here) and synthetic scenes from :mod:`vision.synth`, drawn with
+the procedural faces and the public-domain art.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from controller.errors import ModelError
+from vision.labels import LABEL_NAMES, NUM_LABELS
+
+STRIDE = 4
+CROP_SIZE = 48
+CROP_MARGIN = 1.3
+STORE_SIZE = 64  # crops are kept a little larger than the input, for jitter
+EMBEDDING = 192
+FINDER_FILE = "finder.onnx"
+CLASSIFIER_FILE = "classifier.onnx"
+MANIFEST_FILE = "model.json"
+
+
+@dataclass
+class TrainConfig:
+    """What one training run does. :meth:`preset` gives the ``full`` run (the committed model)
+    and the ``tiny`` one (seconds, for tests)."""
+
+    shared_data: Path | None
+    out_dir: Path
+    seed: int = 0
+    threads: int = 2
+    max_photos: int | None = None
+    synth_scenes: int = 1800
+    finder_size: int = 320
+    finder_batch: int = 12
+    finder_epochs: int = 14
+    finder_steps: int = 130
+    finder_lr: float = 3e-3
+    classifier_epochs: int = 16
+    classifier_batch: int = 128
+    classifier_lr: float = 3e-3
+    synth_crops_max: int = 30000
+    log: Callable[[str], None] = field(default=print, repr=False)
+
+    @classmethod
+    def preset(cls, name: str, shared_data: Path | None, out_dir: Path, **kw: Any) -> TrainConfig:
+        if name == "full":
+            cfg = cls(shared_data, out_dir)
+        elif name == "tiny":
+            cfg = cls(
+                shared_data,
+                out_dir,
+                max_photos=12,
+                synth_scenes=16,
+                finder_size=128,
+                finder_batch=4,
+                finder_epochs=1,
+                finder_steps=2,
+                classifier_epochs=1,
+                classifier_batch=32,
+                synth_crops_max=200,
+            )
+        else:
+            raise ModelError(f"unknown training preset {name!r} (full or tiny)")
+        return replace(cfg, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# Networks
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise ModelError(
+            "training needs PyTorch: pip install 'mahjong-table[train]' (CPU wheel)"
+        ) from None
+    return torch
+
+
+def build_finder():
+    """The tile finder network (PyTorch module)."""
+    torch = _torch()
+    nn = torch.nn
+
+    def cbr(cin: int, cout: int, k: int = 3, s: int = 1) -> nn.Module:
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, k, s, k // 2, bias=False), nn.BatchNorm2d(cout), nn.ReLU(True)
+        )
+
+    def sep(cin: int, cout: int, s: int = 1) -> nn.Module:
+        return nn.Sequential(
+            nn.Conv2d(cin, cin, 3, s, 1, groups=cin, bias=False),
+            nn.BatchNorm2d(cin),
+            nn.ReLU(True),
+            nn.Conv2d(cin, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(True),
+        )
+
+    class Finder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = cbr(3, 16, 3, 2)
+            self.d4 = nn.Sequential(sep(16, 32, 2), sep(32, 32))
+            self.d8 = nn.Sequential(sep(32, 64, 2), sep(64, 64), sep(64, 64))
+            self.d16 = nn.Sequential(sep(64, 128, 2), sep(128, 128), sep(128, 128))
+            self.d32 = nn.Sequential(sep(128, 160, 2), sep(160, 160), sep(160, 160))
+            self.l32 = cbr(160, 128, 1)
+            self.u16 = sep(128, 96)
+            self.l16 = cbr(96, 64, 1)
+            self.u8 = sep(64, 64)
+            self.l8 = cbr(64, 32, 1)
+            self.u4 = sep(32, 32)
+            self.hm = nn.Sequential(sep(32, 32), nn.Conv2d(32, 1, 1))
+            self.reg = nn.Sequential(sep(32, 32), nn.Conv2d(32, 6, 1))
+            self.hm[-1].bias.data.fill_(-2.19)
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+
+        def forward(self, x):
+            x = x * (1 / 255.0) - 0.5
+            x4 = self.d4(self.stem(x))
+            x8 = self.d8(x4)
+            x16 = self.d16(x8)
+            x32 = self.d32(x16)
+            y = self.u16(self.up(self.l32(x32)) + x16)
+            y = self.u8(self.up(self.l16(y)) + x8)
+            y = self.u4(self.up(self.l8(y)) + x4)
+            return self.hm(y), self.reg(y)
+
+    return Finder()
+
+
+def build_classifier():
+    """The crop classifier network (PyTorch module): returns ``(logits, embedding)``."""
+    torch = _torch()
+    nn = torch.nn
+
+    def cbr(cin: int, cout: int, s: int = 1) -> nn.Module:
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, 3, s, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(True)
+        )
+
+    def sep(cin: int, cout: int, s: int = 1) -> nn.Module:
+        return nn.Sequential(
+            nn.Conv2d(cin, cin, 3, s, 1, groups=cin, bias=False),
+            nn.BatchNorm2d(cin),
+            nn.ReLU(True),
+            nn.Conv2d(cin, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(True),
+        )
+
+    class Classifier(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.features = nn.Sequential(
+                cbr(3, 32),
+                cbr(32, 48, 2),  # 24
+                sep(48, 64),
+                sep(64, 96, 2),  # 12
+                sep(96, 96),
+                sep(96, 128),
+                sep(128, 160, 2),  # 6
+                sep(160, EMBEDDING),
+                nn.AdaptiveAvgPool2d(1),
+                nn.Flatten(),
+            )
+            self.drop = nn.Dropout(0.2)
+            self.head = nn.Linear(EMBEDDING, NUM_LABELS)
+
+        def forward(self, x):
+            emb = self.features(x * (1 / 255.0) - 0.5)
+            return self.head(self.drop(emb)), emb
+
+    return Classifier()
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+
+
+@dataclass
+class _Sample:
+    """One finder training image and its tiles: ``boxes`` (N x 4, x y w h) and ``angles``
+    (N, radians of the long axis; NaN where unknown)."""
+
+    image: np.ndarray
+    boxes: np.ndarray
+    angles: np.ndarray
+
+
+def _face_sets(cfg: TrainConfig):
+    from vision.faces import art_faces
+    from vision.synth import procedural_variants
+
+    sets = procedural_variants()
+    if cfg.shared_data is not None:
+        art = cfg.shared_data / "tile-art"
+        if (art / "wikimedia-pd").is_dir():
+            from vision.synth import BACKS, BODIES
+
+            for i, sheet in enumerate(("uni.svg", "unib.svg")):
+                for j in range(2):
+                    k = 2 * i + j
+                    sets.append(art_faces(art, sheet=sheet, body=BODIES[k], back=BACKS[k + 1]))
+    return sets
+
+
+def _synth_pool(cfg: TrainConfig, rng: np.random.Generator) -> list[_Sample]:
+    from vision.synth import random_scene
+
+    faces = _face_sets(cfg)
+    size = (cfg.finder_size, cfg.finder_size)
+    pool = []
+    for _ in range(cfg.synth_scenes):
+        r = random_scene(rng, faces, size=size, tile_width=(12.0, 0.22 * cfg.finder_size))
+        boxes = np.array([t.box for t in r.tiles], np.float32).reshape(-1, 4)
+        angles = []
+        labels = []
+        for t in r.tiles:
+            q = t.quad
+            d = (q[3] + q[2] - q[0] - q[1]) / 2
+            angles.append(math.atan2(float(d[1]), float(d[0])))
+            labels.append(t.label)
+        s = _Sample(r.image, boxes, np.array(angles, np.float32))
+        s.labels = np.array(labels, np.int64)  # type: ignore[attr-defined]
+        pool.append(s)
+    return pool
+
+
+def _real_photos(cfg: TrainConfig, split: str):
+    from vision.dataset import load_photos
+
+    if cfg.shared_data is None or not (cfg.shared_data / "real-photos").is_dir():
+        return []
+    photos = load_photos(cfg.shared_data / "real-photos", [split])
+    if cfg.max_photos is not None:
+        photos = photos[: cfg.max_photos]
+    return photos
+
+
+def _augment_colour(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    out = img.astype(np.float32)
+    out = out * rng.uniform(0.7, 1.3) + rng.uniform(-25, 25)
+    out *= rng.uniform(0.88, 1.12, 3).astype(np.float32)
+    if rng.random() < 0.3:
+        gray = out.mean(axis=2, keepdims=True)
+        out = out * 0.6 + gray * 0.4
+    if rng.random() < 0.25:
+        out = cv2.GaussianBlur(out, (0, 0), rng.uniform(0.3, 1.2))
+    if rng.random() < 0.3:
+        out += rng.normal(0, rng.uniform(2, 8), out.shape).astype(np.float32)
+    return np.clip(out, 0, 255).astype(np.uint8)
+
+
+def _real_finder_sample(photo, size: int, rng: np.random.Generator) -> _Sample:
+    img = photo.image()
+    h, w = img.shape[:2]
+    boxes = photo.boxes.copy()
+    s = float(np.exp(rng.uniform(np.log(0.4), np.log(1.1)))) * size / 320
+    nw, nh = max(size, round(w * s)), max(size, round(h * s))
+    sx, sy = nw / w, nh / h
+    img = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA)
+    boxes = boxes * np.array([sx, sy, sx, sy], np.float32)
+    x0 = int(rng.integers(0, nw - size + 1))
+    y0 = int(rng.integers(0, nh - size + 1))
+    img = img[y0 : y0 + size, x0 : x0 + size]
+    boxes[:, 0] -= x0
+    boxes[:, 1] -= y0
+    # keep tiles whose centre lies inside; clip the rest of the box to the picture
+    cx = boxes[:, 0] + boxes[:, 2] / 2
+    cy = boxes[:, 1] + boxes[:, 3] / 2
+    keep = (cx >= 0) & (cx < size) & (cy >= 0) & (cy < size)
+    boxes = boxes[keep]
+    k = int(rng.integers(4))
+    img, boxes = _rot90(img, boxes, k)
+    return _Sample(np.ascontiguousarray(img), boxes, np.full(len(boxes), np.nan, np.float32))
+
+
+def _rot90(img: np.ndarray, boxes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Turn the picture k quarter turns counter-clockwise, with its boxes."""
+    for _ in range(k):
+        w = img.shape[1]
+        img = np.rot90(img)
+        x, y, bw, bh = boxes.T.copy()
+        boxes = np.stack([y, w - x - bw, bh, bw], axis=1).astype(np.float32)
+    return img, boxes
+
+
+def _finder_targets(sample: _Sample, size: int) -> dict[str, np.ndarray]:
+    out = size // STRIDE
+    hm = np.zeros((out, out), np.float32)
+    n = len(sample.boxes)
+    ind = np.zeros(n, np.int64)
+    reg = np.zeros((n, 6), np.float32)
+    mask = np.zeros(n, np.float32)
+    amask = np.zeros(n, np.float32)
+    yy, xx = np.mgrid[0:out, 0:out].astype(np.float32)
+    for i, ((x, y, w, h), a) in enumerate(zip(sample.boxes, sample.angles, strict=True)):
+        cx, cy = (x + w / 2) / STRIDE, (y + h / 2) / STRIDE
+        ix, iy = int(cx), int(cy)
+        if not (0 <= ix < out and 0 <= iy < out) or w < 2 or h < 2:
+            continue
+        sigma = max(0.5, min(w, h) / STRIDE / 5)
+        r = int(3 * sigma) + 1
+        ys, xs = slice(max(0, iy - r), iy + r + 1), slice(max(0, ix - r), ix + r + 1)
+        g = np.exp(-((xx[ys, xs] - ix) ** 2 + (yy[ys, xs] - iy) ** 2) / (2 * sigma * sigma))
+        hm[ys, xs] = np.maximum(hm[ys, xs], g)
+        ind[i] = iy * out + ix
+        reg[i, :4] = (cx - ix, cy - iy, math.log(w / STRIDE), math.log(h / STRIDE))
+        mask[i] = 1
+        if not math.isnan(float(a)):
+            reg[i, 4:] = (math.cos(2 * a), math.sin(2 * a))
+            amask[i] = 1
+    return {"hm": hm, "ind": ind, "reg": reg, "mask": mask, "amask": amask}
+
+
+def _finder_batch(samples: list[_Sample], size: int):
+    torch = _torch()
+    imgs = np.stack([s.image for s in samples]).astype(np.float32).transpose(0, 3, 1, 2)
+    targets = [_finder_targets(s, size) for s in samples]
+    maxn = max(1, max(len(t["ind"]) for t in targets))
+
+    def pad(key: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        arr = np.zeros((len(targets), maxn, *shape), dtype)
+        for i, t in enumerate(targets):
+            arr[i, : len(t[key])] = t[key]
+        return arr
+
+    return (
+        torch.from_numpy(imgs),
+        torch.from_numpy(np.stack([t["hm"] for t in targets])[:, None]),
+        torch.from_numpy(pad("ind", (), np.int64)),
+        torch.from_numpy(pad("reg", (6,), np.float32)),
+        torch.from_numpy(pad("mask", (), np.float32)),
+        torch.from_numpy(pad("amask", (), np.float32)),
+    )
+
+
+def _finder_loss(hm_logit, reg, t_hm, ind, t_reg, mask, amask):
+    torch = _torch()
+    p = torch.sigmoid(hm_logit).clamp(1e-4, 1 - 1e-4)
+    pos = t_hm.eq(1).float()
+    neg = 1 - pos
+    pos_loss = torch.log(p) * (1 - p) ** 2 * pos
+    neg_loss = torch.log(1 - p) * p**2 * (1 - t_hm) ** 4 * neg
+    npos = pos.sum().clamp(min=1)
+    focal = -(pos_loss.sum() + neg_loss.sum()) / npos
+    b, c, h, w = reg.shape
+    flat = reg.view(b, c, h * w).permute(0, 2, 1)
+    got = flat.gather(1, ind.unsqueeze(2).expand(-1, -1, c))
+    m = mask.unsqueeze(2)
+    nm = mask.sum().clamp(min=1)
+    l_off = (torch.abs(got[..., :2] - t_reg[..., :2]) * m).sum() / nm
+    l_size = (torch.abs(got[..., 2:4] - t_reg[..., 2:4]) * m).sum() / nm
+    am = (amask * mask).unsqueeze(2)
+    l_ang = (torch.abs(torch.tanh(got[..., 4:]) - t_reg[..., 4:]) * am).sum() / am.sum().clamp(
+        min=1
+    )
+    return focal + l_off + l_size + 0.5 * l_ang, {
+        "focal": focal.item(),
+        "off": l_off.item(),
+        "size": l_size.item(),
+        "angle": l_ang.item(),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Classifier data
+
+
+def _crop_from_quadless(img: np.ndarray, box, rng: np.random.Generator | None) -> np.ndarray:
+    from vision.dataset import square_crop
+
+    return square_crop(img, box, STORE_SIZE, CROP_MARGIN * STORE_SIZE / CROP_SIZE)
+
+
+def _classifier_data(
+    cfg: TrainConfig, photos, pool: list[_Sample], rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    crops, labels = [], []
+    for photo in photos:
+        img = photo.image()
+        for box, label in zip(photo.boxes, photo.labels, strict=True):
+            crops.append(_crop_from_quadless(img, box, None))
+            labels.append(int(label))
+    n_real = len(crops)
+    synth = []
+    for s in pool:
+        for box, label in zip(s.boxes, s.labels, strict=True):  # type: ignore[attr-defined]
+            if box[2] < 8 or box[3] < 8:
+                continue
+            synth.append((s, box, int(label)))
+    order = rng.permutation(len(synth))[: cfg.synth_crops_max]
+    for i in order:
+        s, box, label = synth[i]
+        crops.append(_crop_from_quadless(s.image, box, None))
+        labels.append(label)
+    cfg.log(f"classifier data: {n_real} real crops, {len(crops) - n_real} synthetic")
+    return np.stack(crops), np.array(labels, np.int64)
+
+
+def _augment_crops(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Random jitter of the crop window (as the finder's boxes wander), quarter turns, small
+    rotations and colour changes; STORE_SIZE in, CROP_SIZE out."""
+    out = np.empty((len(batch), CROP_SIZE, CROP_SIZE, 3), np.uint8)
+    c = STORE_SIZE / 2
+    for i, img in enumerate(batch):
+        scale = CROP_SIZE / STORE_SIZE * rng.uniform(0.88, 1.15)
+        angle = float(rng.integers(4) * 90 + rng.normal(0, 6))
+        m = cv2.getRotationMatrix2D((c, c), angle, scale * STORE_SIZE / CROP_SIZE)
+        m[:, 2] += (CROP_SIZE / 2 - c) + rng.normal(0, 0.07 * CROP_SIZE, 2)
+        warped = cv2.warpAffine(img, m, (CROP_SIZE, CROP_SIZE), borderMode=cv2.BORDER_REPLICATE)
+        out[i] = _augment_colour(warped, rng)
+    return out
+
+
+def _centre_crops(batch: np.ndarray) -> np.ndarray:
+    """The middle CROP_SIZE square of stored crops: the window the recogniser crops (the
+    stored crops were cut with a margin scaled up by STORE_SIZE / CROP_SIZE)."""
+    o = (STORE_SIZE - CROP_SIZE) // 2
+    return np.ascontiguousarray(batch[:, o : o + CROP_SIZE, o : o + CROP_SIZE])
+
+
+# --------------------------------------------------------------------------------------------
+# The run
+
+
+def train(cfg: TrainConfig) -> dict[str, Any]:
+    """Train both models, export them to ONNX in ``cfg.out_dir`` with a ``model.json``
+    manifest, and return the manifest (which includes the validation figures)."""
+    torch = _torch()
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(max(1, cfg.threads))
+    cv2.setNumThreads(1)
+    rng = np.random.default_rng(cfg.seed)
+    t0 = time.time()
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+
+    train_photos = _real_photos(cfg, "train")
+    val_photos = _real_photos(cfg, "validation")
+    cfg.log(f"real photos: {len(train_photos)} train, {len(val_photos)} validation")
+    pool = _synth_pool(cfg, rng)
+    cfg.log(f"synthetic scenes: {len(pool)} in {time.time() - t0:.0f}s")
+
+    finder = _train_finder(cfg, train_photos, val_photos, pool, rng)
+    classifier, cls_metrics = _train_classifier(cfg, train_photos, val_photos, pool, rng)
+    finder_metrics = _validate_finder(finder, val_photos, cfg)
+
+    export_onnx(finder, classifier, cfg.out_dir)
+    manifest = {
+        "format": 1,
+        "finder": FINDER_FILE,
+        "classifier": CLASSIFIER_FILE,
+        "stride": STRIDE,
+        "crop_size": CROP_SIZE,
+        "crop_margin": CROP_MARGIN,
+        "finder_input": 640,
+        "finder_threshold": 0.3,
+        "min_confidence": 0.6,
+        "labels": list(LABEL_NAMES),
+        "training": {
+            "config": {
+                k: (str(v) if isinstance(v, Path) else v)
+                for k, v in asdict(cfg).items()
+                if k not in ("log", "shared_data", "out_dir")
+            },
+            "real_train_photos": len(train_photos),
+            "real_validation_photos": len(val_photos),
+            "seconds": round(time.time() - t0),
+            "validation": {**finder_metrics, **cls_metrics},
+        },
+    }
+    (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    cfg.log(f"done in {time.time() - t0:.0f}s: {manifest['training']['validation']}")
+    return manifest
+
+
+def _train_finder(cfg: TrainConfig, photos, val_photos, pool, rng):
+    torch = _torch()
+    model = build_finder()
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.finder_lr, weight_decay=1e-4)
+    total = cfg.finder_epochs * cfg.finder_steps
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.finder_lr, total_steps=max(1, total))
+    size = cfg.finder_size
+    step = 0
+    for epoch in range(cfg.finder_epochs):
+        model.train()
+        t = time.time()
+        losses = []
+        for _ in range(cfg.finder_steps):
+            samples = []
+            for _ in range(cfg.finder_batch):
+                if photos and rng.random() < 0.55:
+                    photo = photos[int(rng.integers(len(photos)))]
+                    s = _real_finder_sample(photo, size, rng)
+                else:
+                    s = pool[int(rng.integers(len(pool)))]
+                    k = int(rng.integers(4))
+                    img, boxes = _rot90(s.image, s.boxes, k)
+                    angles = s.angles + k * (-math.pi / 2)  # counter-clockwise quarter turns
+                    s = _Sample(np.ascontiguousarray(img), boxes, angles)
+                s = _Sample(_augment_colour(s.image, rng), s.boxes, s.angles)
+                samples.append(s)
+            imgs, t_hm, ind, t_reg, mask, amask = _finder_batch(samples, size)
+            hm, reg = model(imgs)
+            loss, parts = _finder_loss(hm, reg, t_hm, ind, t_reg, mask, amask)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+            sched.step()
+            step += 1
+            losses.append(parts)
+        mean = {k: round(float(np.mean([p[k] for p in losses])), 3) for k in losses[0]}
+        cfg.log(f"finder epoch {epoch + 1}/{cfg.finder_epochs} {time.time() - t:.0f}s {mean}")
+    model.eval()
+    return model
+
+
+def _validate_finder(model, photos, cfg: TrainConfig) -> dict[str, float]:
+    """Tile-finding precision/recall/F1 (IoU >= 0.5, any label) on validation photos."""
+    if not photos:
+        return {}
+    torch = _torch()
+    from vision.detection import box_iou
+    from vision.recognizer import decode_finder
+
+    tp = fp = fn = 0
+    with torch.no_grad():
+        for photo in photos:
+            img = photo.image()
+            h, w = img.shape[:2]
+            s = 640 / max(h, w)
+            nw, nh = _mult32(w * s), _mult32(h * s)
+            inp = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA)
+            x = torch.from_numpy(inp.astype(np.float32).transpose(2, 0, 1)[None])
+            hm, reg = model(x)
+            found = decode_finder(
+                torch.sigmoid(hm).numpy()[0, 0], reg.numpy()[0], 0.3, (w / nw, h / nh)
+            )
+            matched = set()
+            for box, _score, _angle in found:
+                best, bj = 0.0, -1
+                for j, gt in enumerate(photo.boxes):
+                    if j in matched:
+                        continue
+                    iou = box_iou(box, tuple(gt))
+                    if iou > best:
+                        best, bj = iou, j
+                if best >= 0.5:
+                    matched.add(bj)
+                    tp += 1
+                else:
+                    fp += 1
+            fn += len(photo.boxes) - len(matched)
+    p = tp / max(1, tp + fp)
+    r = tp / max(1, tp + fn)
+    f1 = 2 * p * r / max(1e-9, p + r)
+    cfg.log(f"finder validation: precision {p:.3f} recall {r:.3f} F1 {f1:.3f}")
+    return {
+        "finder_precision": round(p, 4),
+        "finder_recall": round(r, 4),
+        "finder_f1": round(f1, 4),
+    }
+
+
+def _mult32(v: float) -> int:
+    return max(32, round(v / 32) * 32)
+
+
+def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng):
+    torch = _torch()
+    x_all, y_all = _classifier_data(cfg, photos, pool, rng)
+    if val_photos:
+        vx, vy = _classifier_data(replace(cfg, synth_crops_max=0), val_photos, [], rng)
+        vx = _centre_crops(vx)
+    else:
+        vx, vy = np.zeros((0, CROP_SIZE, CROP_SIZE, 3), np.uint8), np.zeros(0, np.int64)
+    model = build_classifier()
+    # flowers and backs are rare in the photos: weight the classes towards balance
+    counts = np.bincount(y_all, minlength=NUM_LABELS).astype(np.float64)
+    weights = torch.tensor(
+        np.clip((counts.mean() / np.maximum(counts, 1)) ** 0.5, 0.5, 3.0), dtype=torch.float32
+    )
+    loss_fn = torch.nn.CrossEntropyLoss(weight=weights, label_smoothing=0.05)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.classifier_lr, weight_decay=5e-4)
+    steps = max(1, math.ceil(len(x_all) / cfg.classifier_batch))
+    sched = torch.optim.lr_scheduler.OneCycleLR(
+        opt, cfg.classifier_lr, total_steps=cfg.classifier_epochs * steps
+    )
+    best_acc, best_state = -1.0, None
+    metrics: dict[str, float] = {}
+    for epoch in range(cfg.classifier_epochs):
+        model.train()
+        t = time.time()
+        order = rng.permutation(len(x_all))
+        losses = []
+        for b in range(steps):
+            idx = order[b * cfg.classifier_batch : (b + 1) * cfg.classifier_batch]
+            xb = _augment_crops(x_all[idx], rng).astype(np.float32).transpose(0, 3, 1, 2)
+            logits, _ = model(torch.from_numpy(xb))
+            loss = loss_fn(logits, torch.from_numpy(y_all[idx]))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(float(loss))
+        acc, flower_acc = _classifier_accuracy(model, vx, vy)
+        cfg.log(
+            f"classifier epoch {epoch + 1}/{cfg.classifier_epochs} {time.time() - t:.0f}s "
+            f"loss {np.mean(losses):.3f} val acc {acc:.4f} flowers {flower_acc:.4f}"
+        )
+        if acc >= best_acc:
+            best_acc = acc
+            best_state = {k: v.clone() for k, v in model.state_dict().items()}
+            metrics = {
+                "classifier_accuracy": round(acc, 4),
+                "classifier_flower_accuracy": round(flower_acc, 4),
+                "classifier_epoch": epoch + 1,
+            }
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    model.eval()
+    return model, metrics
+
+
+def _classifier_accuracy(model, vx: np.ndarray, vy: np.ndarray) -> tuple[float, float]:
+    if len(vx) == 0:
+        return 0.0, 0.0
+    torch = _torch()
+    model.eval()
+    preds = []
+    with torch.no_grad():
+        for b in range(0, len(vx), 256):
+            xb = vx[b : b + 256].astype(np.float32).transpose(0, 3, 1, 2)
+            preds.append(model(torch.from_numpy(xb))[0].argmax(1).numpy())
+    pred = np.concatenate(preds)
+    flowers = vy >= 34
+    acc = float((pred == vy).mean())
+    facc = float((pred[flowers] == vy[flowers]).mean()) if flowers.any() else 0.0
+    return acc, facc
+
+
+# --------------------------------------------------------------------------------------------
+# Export
+
+
+def export_onnx(finder, classifier, out_dir: Path) -> None:
+    """Write ``finder.onnx`` (input ``image`` 1x3xHxW BGR 0-255; outputs ``heatmap`` after the
+    sigmoid and ``regression``) and ``classifier.onnx`` (input ``crops`` Nx3x48x48; outputs
+    ``logits`` and ``embedding``)."""
+    torch = _torch()
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    class FinderOut(torch.nn.Module):
+        def __init__(self, m) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            hm, reg = self.m(x)
+            return torch.sigmoid(hm), torch.cat([reg[:, :4], torch.tanh(reg[:, 4:])], 1)
+
+    finder.eval()
+    classifier.eval()
+    with torch.no_grad():
+        torch.onnx.export(
+            FinderOut(finder),
+            (torch.zeros(1, 3, 320, 320),),
+            str(out_dir / FINDER_FILE),
+            input_names=["image"],
+            output_names=["heatmap", "regression"],
+            dynamic_axes={"image": {2: "height", 3: "width"}},
+            opset_version=17,
+            dynamo=False,
+        )
+        torch.onnx.export(
+            classifier,
+            (torch.zeros(2, 3, CROP_SIZE, CROP_SIZE),),
+            str(out_dir / CLASSIFIER_FILE),
+            input_names=["crops"],
+            output_names=["logits", "embedding"],
+            dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}, "embedding": {0: "n"}},
+            opset_version=17,
+            dynamo=False,
+        )
+    # the trained last layer, which enrolment refits without PyTorch
+    np.savez(
+        out_dir / "base_head.npz",
+        weight=classifier.head.weight.detach().numpy().T.astype(np.float32),
+        bias=classifier.head.bias.detach().numpy().astype(np.float32),
+    )
+
+
+def default_threads() -> int:
+    """Two threads, or fewer on a smaller machine."""
+    return max(1, min(2, os.cpu_count() or 1))
