@@ -50,3 +50,28 @@ def shared_data() -> Path:
             pytest.fail(msg)
         pytest.skip(msg)
     return SHARED_DATA
+
+
+# -- rules ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def make_win():
+    """Build a Win from the hand notation: ``make_win("111p 222p 333p 444p 5p +5p")`` is a
+    self-draw by seat 0; keyword arguments set any other field (``how="discard",
+    discarder=2``)."""
+    from controller.rules import Hand, Win, WinType
+
+    def build(text: str, how: str = "self_draw", winner: int = 0, **fields):
+        hand = Hand.parse(text)
+        fields.setdefault("flowers", len(hand.flowers))
+        return Win(winner=winner, hand=hand, how=WinType(how), **fields)
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def shanghai():
+    from controller.profiles import load_profile
+
+    return load_profile("shanghai")

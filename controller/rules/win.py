@@ -88,6 +88,7 @@ class Win:
                 )
             for s in pair:
                 _seat(s, "bound_pairs")
+        object.__setattr__(self, "stake", Fraction(self.stake))
         if self.stake <= 0:
             raise WinInputError(f"must be above 0, not {self.stake}", field="stake")
         self._check_hand()

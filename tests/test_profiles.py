@@ -1,0 +1,64 @@
+"""The built-in profiles and loading a user's profile file."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.profiles import builtin_names, load_profile
+from controller.rules import ProfileError
+
+
+def test_builtins_load_and_default_first():
+    names = builtin_names()
+    assert names[0] == "shanghai"
+    assert {
+        "lazi",
+        "qiaoma",
+        "honours-alike",
+        "dragons-by-count",
+        "house",
+        "chengbao-light",
+    } <= set(names)
+    for n in names:
+        assert load_profile(n).name == n
+
+
+def test_builtins_select_their_variants():
+    assert load_profile("qiaoma").play.ready_declaration
+    lazi = load_profile("lazi")
+    assert lazi.hands.tianhu == 10 and lazi.huangfan.dice and lazi.bonuses.kaibao == "none"
+    assert load_profile("dragons-by-count").hua.dragon_by_count == (0, 1, 1, 2, 3)
+
+
+def test_user_profile_file(tmp_path):
+    f = tmp_path / "club.toml"
+    f.write_text('extends = "lazi"\nname = "club"\n[payments]\npayer_cap = 5\n', encoding="utf-8")
+    p = load_profile(str(f))
+    assert p.name == "club" and p.payments.payer_cap == 5 and p.hands.tianhu == 10
+
+
+def test_user_profile_extends_a_sibling_file(tmp_path):
+    (tmp_path / "a.toml").write_text('extends = "shanghai"\nname = "a"\n[hands]\nfengpeng = 3\n')
+    (tmp_path / "b.toml").write_text('extends = "a.toml"\nname = "b"\n')
+    assert load_profile(tmp_path / "b.toml").hands.fengpeng == 3
+
+
+def test_bad_user_profile_names_the_key(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text('extends = "shanghai"\nname = "bad"\n[bonuses]\nkaibao = "sometimes"\n')
+    with pytest.raises(ProfileError) as err:
+        load_profile(f)
+    assert err.value.field == "bonuses.kaibao"
+
+
+def test_missing_and_looping_profiles(tmp_path):
+    with pytest.raises(ProfileError, match="no built-in profile"):
+        load_profile("nonesuch")
+    with pytest.raises(ProfileError, match="not found"):
+        load_profile(tmp_path / "absent.toml")
+    (tmp_path / "loop.toml").write_text('extends = "loop.toml"\nname = "loop"\n')
+    with pytest.raises(ProfileError, match="extends itself"):
+        load_profile(tmp_path / "loop.toml")
+    (tmp_path / "bin.toml").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ProfileError, match="cannot be read"):
+        load_profile(tmp_path / "bin.toml")

@@ -1,0 +1,92 @@
+"""``mahjong-table score`` and ``mahjong-table rules`` end to end, in a real process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+GOOD = {
+    "profile": "shanghai",
+    "stake": 1,
+    "winner": 0,
+    "concealed": "123m 456m C",
+    "winning_tile": "C",
+    "melds": [
+        {"kind": "pung", "tiles": "EEE", "from": 1},
+        {"kind": "kong", "tiles": "FFFF", "concealed": True},
+    ],
+    "flowers": 2,
+    "win": {"type": "discard", "from": 3},
+    "dice": [4, 4],
+    "huangfan": 0,
+    "bound_pairs": [[0, 2]],
+    "discarder_ready": False,
+}
+
+
+def run(*args, stdin=None):
+    return subprocess.run(
+        [sys.executable, "-m", "controller.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_score_json_from_stdin():
+    r = run("score", "--json", stdin=json.dumps(GOOD))
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["valid"] and d["hand"] == "混一色" and d["value"] == 18
+    assert d["payments"] == {"0": 36, "1": 0, "2": 0, "3": -36}
+    assert d["breakdown"]["hua_total"] == 7
+
+
+def test_score_text_from_a_file(tmp_path):
+    f = tmp_path / "win.json"
+    f.write_text(json.dumps(GOOD), encoding="utf-8")
+    r = run("score", str(f))
+    assert r.returncode == 0 and "混一色" in r.stdout and "Net:" in r.stdout
+
+
+def test_invalid_win_exits_1():
+    bad = dict(GOOD, concealed="123m 456p C", winning_tile="C")
+    bad["melds"] = [{"kind": "chow", "tiles": "789s", "from": 3}, GOOD["melds"][1]]
+    r = run("score", "--json", stdin=json.dumps(bad))
+    assert r.returncode == 1
+    assert json.loads(r.stdout)["valid"] is False
+
+
+def test_malformed_input_exits_2_naming_the_field():
+    for data, field in [
+        (dict(GOOD, winning_tile="Q"), "winning_tile"),
+        (dict(GOOD, concealed="123m 456m C C"), "concealed"),
+        ({k: v for k, v in GOOD.items() if k != "winner"}, "winner"),
+        (dict(GOOD, profile="nonesuch"), "profile"),
+    ]:
+        r = run("score", stdin=json.dumps(data))
+        assert r.returncode == 2, r.stdout
+        assert field in r.stderr and "Traceback" not in r.stderr
+    r = run("score", stdin="{not json")
+    assert r.returncode == 2 and "not valid JSON" in r.stderr
+    r = run("score", "/nonexistent/win.json")
+    assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_profile_override(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text('extends = "shanghai"\nname = "p"\n[bonuses]\nkaibao = "none"\n')
+    r = run("score", "--json", "--profile", str(f), stdin=json.dumps(GOOD))
+    assert json.loads(r.stdout)["value"] == 9
+
+
+def test_rules_lists_profiles_and_options():
+    r = run("rules")
+    assert r.returncode == 0 and "shanghai" in r.stdout and "lazi" in r.stdout
+    r = run("rules", "lazi")
+    assert "tianhu = 10" in r.stdout
+    r = run("rules", "--json")
+    assert {p["name"] for p in json.loads(r.stdout)} >= {"shanghai", "qiaoma"}

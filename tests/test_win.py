@@ -1,0 +1,219 @@
+"""The JSON form of a win: what it accepts, and clear errors naming the field."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.profiles import load_profile
+from controller.rules import (
+    MahjongTableError,
+    MeldKind,
+    Tile,
+    WinType,
+    is_ready,
+    settle,
+    win_from_json,
+    wins_from_json,
+)
+
+GOOD = {
+    "profile": "shanghai",
+    "stake": 1,
+    "winner": 0,
+    "concealed": "123m 456m C",
+    "winning_tile": "C",
+    "melds": [
+        {"kind": "pung", "tiles": "EEE", "from": 1},
+        {"kind": "kong", "tiles": "FFFF", "concealed": True},
+    ],
+    "flowers": 2,
+    "win": {"type": "discard", "from": 3},
+    "after_kong": False,
+    "dice": [4, 4],
+    "huangfan": 0,
+    "bound_pairs": [[0, 2]],
+    "discarder_ready": False,
+}
+
+
+def with_(**changes):
+    d = copy.deepcopy(GOOD)
+    for k, v in changes.items():
+        if v is None:
+            d.pop(k, None)
+        else:
+            d[k] = v
+    return d
+
+
+def test_reads_every_field():
+    w = win_from_json(GOOD)
+    assert w.winner == 0 and w.how is WinType.DISCARD and w.discarder == 3
+    assert w.hand.winning_tile is Tile.RED and w.flowers == 2
+    assert [m.kind for m in w.hand.melds] == [MeldKind.PUNG, MeldKind.CONCEALED_KONG]
+    assert w.dice == (4, 4) and w.bound_pairs == ((0, 2),) and w.discarder_ready is False
+
+
+def test_flowers_by_name():
+    w = win_from_json(with_(flowers=["春", "梅", "8f"]))
+    assert w.flowers == 3 and w.hand.flowers == (Tile.SPRING, Tile.PLUM, Tile.CHRYSANTHEMUM)
+    assert win_from_json(with_(flowers="春夏")).flowers == 2
+
+
+def test_added_kong_forms():
+    a = win_from_json(
+        with_(
+            melds=[{"kind": "kong", "tiles": "EEEE", "from": 1, "added": True}],
+            concealed="123m 456m 789m C",
+        )
+    )
+    b = win_from_json(
+        with_(
+            melds=[{"kind": "added_kong", "tiles": "EEEE", "from": 1}], concealed="123m 456m 789m C"
+        )
+    )
+    assert a.hand == b.hand and a.hand.melds[0].kind is MeldKind.ADDED_KONG
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"winner": None}, "winner"),
+        ({"winner": 4}, "winner"),
+        ({"winner": True}, "winner"),
+        ({"win": None}, "win"),
+        ({"win": {"type": "tsumo"}}, "win.type"),
+        ({"win": {"type": "discard"}}, "win.from"),
+        ({"win": {"type": "discard", "from": 0}}, "win.from"),
+        ({"win": {"type": "self_draw", "from": 1}}, "win.from"),
+        ({"win": {"type": "discard", "from": 3, "by": 1}}, "win.by"),
+        ({"concealed": "123m 456m X"}, "concealed"),
+        ({"concealed": "123m 456m 7m C"}, "concealed"),  # wrong tile count
+        ({"concealed": "123m 456m C", "winning_tile": "CC"}, "winning_tile"),
+        ({"winning_tile": None}, "winning_tile"),
+        ({"winning_tile": "春"}, "winning_tile"),
+        ({"concealed": "EE 456m C"}, "concealed"),  # a fifth E
+        ({"melds": [{"kind": "pung", "tiles": "EES", "from": 1}, GOOD["melds"][1]]}, "melds[0]"),
+        (
+            {"melds": [{"kind": "chow", "tiles": "123p", "from": 1}, GOOD["melds"][1]]},
+            "melds[0].from",
+        ),
+        (
+            {"melds": [{"kind": "pung", "tiles": "EEE", "from": 0}, GOOD["melds"][1]]},
+            "melds[0].from",
+        ),
+        (
+            {"melds": [{"kind": "pung", "tiles": "EEE", "from": 9}, GOOD["melds"][1]]},
+            "melds[0].from",
+        ),
+        ({"melds": [{"tiles": "EEE", "from": 1}, GOOD["melds"][1]]}, "melds[0].kind"),
+        ({"melds": [{"kind": "pung", "tiles": "EEE", "concealed": True}]}, "melds[0]"),
+        ({"melds": "EEE"}, "melds"),
+        ({"flowers": 9}, "flowers"),
+        ({"flowers": ["春", "春"]}, "flowers"),
+        ({"flowers": ["E"]}, "flowers"),
+        ({"dice": [0, 3]}, "dice"),
+        ({"dice": [3]}, "dice"),
+        ({"huangfan": -1}, "huangfan"),
+        ({"bound_pairs": [[0, 0]]}, "bound_pairs"),
+        ({"bound_pairs": [0, 2]}, "bound_pairs"),
+        ({"stake": 0}, "stake"),
+        ({"stake": "lots"}, "stake"),
+        ({"after_kong": "yes"}, "after_kong"),
+        ({"discarder_ready": "no"}, "discarder_ready"),
+        ({"colour": "red"}, "colour"),
+        (
+            {
+                "after_kong": True,
+                "win": {"type": "self_draw"},
+                "melds": [{"kind": "pung", "tiles": "EEE", "from": 1}],
+                "concealed": "123m 456m 789m C",
+            },
+            "after_kong",
+        ),
+    ],
+)
+def test_malformed_input_names_the_field(changes, field):
+    with pytest.raises(MahjongTableError) as err:
+        win_from_json(with_(**changes))
+    assert err.value.field == field, str(err.value)
+
+
+def test_eight_flowers_needs_no_hand():
+    w = win_from_json({"winner": 2, "flowers": 8, "win": {"type": "eight_flowers"}})
+    assert w.how is WinType.EIGHT_FLOWERS and w.hand.concealed == ()
+
+
+def test_discarder_hand_decides_readiness():
+    shanghai = load_profile("shanghai")
+    ready = with_(discarder_ready=None, discarder_hand={"concealed": "EEE SSS 111m 222p 3s"})
+    unready = with_(discarder_ready=None, discarder_hand={"concealed": "123m 456p 789s EEE N"})
+    check = lambda h: is_ready(h, shanghai)  # noqa: E731
+    assert win_from_json(ready, ready_check=check).discarder_ready is True
+    assert win_from_json(unready, ready_check=check).discarder_ready is False
+    with pytest.raises(MahjongTableError) as err:
+        win_from_json(with_(discarder_hand={"concealed": "EEE"}), ready_check=check)
+    assert err.value.field == "discarder_hand"
+    with pytest.raises(MahjongTableError) as err:
+        win_from_json(
+            with_(discarder_ready=None, discarder_hand={"concealed": "EEE"}), ready_check=check
+        )
+    assert err.value.field == "discarder_hand.concealed"
+
+
+def test_several_wins():
+    second = with_(winner=1, melds=[{"kind": "pung", "tiles": "EEE", "from": 0}, GOOD["melds"][1]])
+    assert len(wins_from_json([GOOD, second])) == 2
+    assert len(wins_from_json({"wins": [GOOD, second]})) == 2
+    with pytest.raises(MahjongTableError) as err:
+        wins_from_json([GOOD, with_(winner=7)])
+    assert err.value.field == "wins[1].winner"
+    with pytest.raises(MahjongTableError):
+        wins_from_json([])
+
+
+JSONISH = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-10, 10)
+    | st.text(max_size=8)
+    | st.sampled_from(["123m", "EEE", "5p", "春", "discard", "self_draw", "kong", "pung"]),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from([*sorted(GOOD), "type", "from", "kind", "tiles", "concealed", "x"]),
+            children,
+            max_size=6,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.sampled_from(sorted(GOOD)), JSONISH, max_size=12))
+@settings(max_examples=500, deadline=None)
+def test_random_bad_input_only_raises_the_projects_errors(data):
+    shanghai = load_profile("shanghai")
+    try:
+        wins = wins_from_json(data, ready_check=lambda h: is_ready(h, shanghai))
+        settle(wins, shanghai)
+    except MahjongTableError:
+        pass
+
+
+@given(st.sampled_from(sorted(GOOD)), JSONISH)
+@settings(max_examples=500, deadline=None)
+def test_one_bad_field_only_raises_the_projects_errors(key, value):
+    shanghai = load_profile("shanghai")
+    try:
+        wins = wins_from_json(
+            with_(**{key: value}) if value is not None else GOOD,
+            ready_check=lambda h: is_ready(h, shanghai),
+        )
+        settle(wins, shanghai)
+    except MahjongTableError:
+        pass
