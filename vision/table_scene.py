@@ -171,6 +171,10 @@ class PlacedOnTable:
     group: int
     sideways: bool = False
 
+    def quad(self) -> np.ndarray:
+        """The tile's outline on the plane (4x2 millimetres), in the tile's own corner order."""
+        return PlacedTile(self.label, self.centre, self.angle, TILE_MM).corners()
+
 
 @dataclass(frozen=True)
 class TableFrame:

@@ -1,0 +1,261 @@
+"""Grouping tiles into each seat's melds, flowers and open tiles (vision/melds.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.errors import HandError
+from controller.rules.melds import Meld, MeldKind
+from controller.rules.tiles import Tile, parse_tiles
+from vision.calibration import SEATS, Calibration, TableGeometry, apply
+from vision.detection import TileDetection
+from vision.labels import BACK, label_from_name
+from vision.melds import MeldView, SeatView, TileRead, group_seat, group_table
+from vision.table_scene import TableScene, random_layout
+
+GEOMETRY = TableGeometry()
+W, L = 30.0, 40.0  # a tile's width and length, mm
+
+
+def tile_at(
+    seat: int,
+    name: str,
+    u: float,
+    v: float,
+    *,
+    sideways: bool = False,
+    conf: float = 0.99,
+    alternatives: tuple[tuple[str, float], ...] = (),
+    twist: float = 0.0,
+    size: float = W,
+) -> TileRead:
+    """A read of the tile ``name`` centred at seat coordinates (u, v)."""
+    w, h = (size * 4 / 3, size) if sideways else (size, size * 4 / 3)
+    local = np.array([[-w, -h], [w, -h], [w, h], [-w, h]]) / 2
+    a = math.radians(twist)
+    rot = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+    quad = apply(GEOMETRY.seat_to_plane(seat), local @ rot.T + (u, v))
+    return TileRead(
+        label_from_name(name),
+        conf,
+        quad,
+        needs_confirmation=conf < 0.6,
+        alternatives=tuple((label_from_name(n), p) for n, p in alternatives),
+    )
+
+
+def row(seat: int, spec: str, *, u: float = 120.0, v0: float = 62.0, gap: float = 0.6,
+        meld_gap: float = 12.0, **kw: object) -> list[TileRead]:  # fmt: skip
+    """Tiles laid left to right from ``u``: ``|`` separates melds, ``5m/`` lies sideways,
+    ``5m/+5m`` is a sideways tile with another stacked beyond it, ``back`` lies face down."""
+    out = []
+    for m_i, meld in enumerate(spec.split("|")):
+        if m_i:
+            u += meld_gap - gap
+        for item in meld.split():
+            stacked = item.split("+")
+            side = stacked[0].endswith("/")
+            name = stacked[0].rstrip("/")
+            width = L if side else W
+            depth = W if side else L
+            out.append(tile_at(seat, name, u + width / 2, v0 + depth / 2, sideways=side, **kw))
+            if len(stacked) > 1:
+                out.append(tile_at(seat, stacked[1], u + width / 2, v0 + depth + gap + depth / 2,
+                                   sideways=True, **kw))  # fmt: skip
+            u += width + gap
+    return out
+
+
+def keys(view: SeatView) -> list[tuple[str, tuple[int, ...], int | None]]:
+    return [m.key for m in view.melds]
+
+
+def key(kind: str, tiles: str, source: int | None) -> tuple[str, tuple[int, ...], int | None]:
+    return (kind, tuple(sorted(int(t) for t in parse_tiles(tiles))), source)
+
+
+@pytest.mark.parametrize("seat", range(SEATS))
+def test_the_sideways_tile_says_whom_a_meld_came_from(seat: int) -> None:
+    before, opposite, after = (seat + 3) % 4, (seat + 2) % 4, (seat + 1) % 4
+    reads = row(seat, "E/ E E | 5p 5p/ 5p | C C C/ | 3s/ 2s 4s | 9m 9m/ 9m 9m | 7p 7p 7p 7p/")
+    view = group_seat(seat, reads)
+    assert keys(view) == [
+        key("pung", "EEE", before),
+        key("pung", "555p", opposite),
+        key("pung", "CCC", after),
+        key("chow", "234s", before),
+        key("kong", "9999m", opposite),
+        key("kong", "7777p", after),
+    ]
+    assert not view.notes and view.flowers == () and view.open_tiles == ()
+    assert all(m.meld is not None and not m.needs_confirmation for m in view.melds)
+
+
+@pytest.mark.parametrize("seat", range(SEATS))
+def test_added_and_concealed_kongs(seat: int) -> None:
+    reads = row(seat, "N N/+N N | back 6s 6s back | 1m/+1m 1m 1m")
+    view = group_seat(seat, reads)
+    assert keys(view) == [
+        key("added_kong", "NNNN", (seat + 2) % 4),
+        key("concealed_kong", "6666s", None),
+        key("added_kong", "1111m", (seat + 3) % 4),
+    ]
+    assert view.melds[1].to_meld() == Meld.of("concealed_kong", "6666s")
+    assert not view.notes
+
+
+def test_a_kong_face_down_all_round_asks_which_tile() -> None:
+    view = group_seat(0, row(0, "back back back back"))
+    (meld,) = view.melds
+    assert meld.kind is MeldKind.CONCEALED_KONG and meld.tiles == ()
+    assert meld.needs_confirmation and meld.meld is None
+    with pytest.raises(HandError, match="face down"):
+        meld.to_meld()
+    assert "say which tile" in view.notes[0]
+
+
+def test_melds_laid_touching_are_told_apart() -> None:
+    reads = row(2, "5m/ 5m 5m | 6p/ 7p 8p | W W/ W W | 1s 1s/+1s 1s | back P P back",
+                meld_gap=0.6)  # fmt: skip
+    view = group_seat(2, reads)
+    assert [m.kind.value for m in view.melds] == [
+        "pung",
+        "chow",
+        "kong",
+        "added_kong",
+        "concealed_kong",
+    ]
+    assert not view.notes
+
+
+def test_sloppy_placement_still_groups() -> None:
+    rng = np.random.default_rng(4)
+    reads = []
+    for r in row(1, "3m/ 4m 5m | S S/ S | 8s 8s 8s/", gap=3.0, meld_gap=7.0):
+        jiggle = rng.normal(0, 1.0, 2)
+        reads.append(TileRead(r.label, r.confidence, r.quad + jiggle))
+    view = group_seat(1, reads)
+    assert keys(view) == [key("chow", "345m", 0), key("pung", "SSS", 3), key("pung", "888s", 2)]
+
+
+@pytest.mark.parametrize("twist", [-8.0, 8.0])
+@pytest.mark.parametrize("size", [26.0, 34.0])
+def test_askew_tiles_of_another_size(twist: float, size: float) -> None:
+    reads = []
+    u = 150.0
+    for name, side in (("2p", True), ("3p", False), ("4p", False)):
+        width = size * 4 / 3 if side else size
+        depth = size if side else size * 4 / 3
+        reads.append(tile_at(3, name, u + width / 2, 70 + depth / 2, sideways=side,
+                             twist=twist, size=size))  # fmt: skip
+        u += width + 0.8
+    view = group_seat(3, reads)
+    assert keys(view) == [key("chow", "234p", 2)]
+
+
+def test_a_misread_meld_is_repaired_from_runner_ups_and_flagged() -> None:
+    reads = row(0, "5p 5p/ 5p")
+    alternatives = ((label_from_name("5p"), 0.4), (label_from_name("3p"), 0.1))
+    wrong = TileRead(label_from_name("6p"), 0.45, reads[2].quad, True, alternatives)
+    view = group_seat(0, [reads[0], reads[1], wrong])
+    (meld,) = view.melds
+    assert meld.key == key("pung", "555p", 2)
+    assert meld.needs_confirmation and "may be 5p" in meld.note
+    assert meld.confidence == pytest.approx(0.45)
+    assert any("may be 5p" in n for n in view.notes)
+
+
+def test_an_impossible_meld_is_reported_not_dropped() -> None:
+    view = group_seat(0, row(0, "1m/ 5p 9s"))
+    (meld,) = view.melds
+    assert meld.meld is None and meld.needs_confirmation
+    assert "not a" in meld.note
+    with pytest.raises(HandError):
+        meld.to_meld()
+    assert view.needs_confirmation
+
+
+def test_a_chow_with_its_claimed_tile_in_the_middle_is_flagged() -> None:
+    view = group_seat(1, row(1, "4s 5s/ 6s"))
+    (meld,) = view.melds
+    assert meld.key == key("chow", "456s", 0)
+    assert meld.meld is not None and meld.needs_confirmation and "left end" in meld.note
+
+
+def test_flowers_open_hand_and_melds_in_their_rows() -> None:
+    seat = 2
+    hand = row(seat, "1m 2m 3m 4m 5m 6m 7m 8m 9m E E", u=250, v0=12)
+    melds = row(seat, "C/ C C")
+    flowers = [tile_at(seat, n, 200 + i * 31, 152) for i, n in enumerate(("2f", "7f"))]
+    flowers.append(tile_at(seat, "5f", 300, 152, conf=0.5, alternatives=(("6f", 0.3),)))
+    view = group_seat(seat, hand + melds + flowers)
+    assert view.open_tiles == tuple(parse_tiles("123456789m EE"))
+    assert keys(view) == [key("pung", "CCC", 1)]
+    assert view.flowers == tuple(parse_tiles("2f 7f 5f"))
+    assert len(view.notes) == 1 and "5f (0.50, or 6f 0.30)" in view.notes[0]
+
+
+def test_stray_tiles_are_flagged() -> None:
+    reads = [tile_at(0, "back", 300, 90), tile_at(0, "7p", 500, 80, sideways=True)]
+    view = group_seat(0, reads)
+    assert view.melds == ()
+    assert any("face-down tile" in n for n in view.notes)
+    assert any("lies sideways" in n for n in view.notes)
+    assert view.open_tiles == (Tile.P7,)
+
+
+def test_the_table_keeps_only_tiles_in_seat_zones() -> None:
+    cal = Calibration(np.eye(3), (900, 900))
+    reads = row(0, "E/ E E") + row(1, "2m/ 3m 4m") + [tile_at(0, "5s", 450, 300)]  # centre
+    reads.append(TileRead(label_from_name("back"), 0.9, _square_at(GEOMETRY.marker_centre(2))))
+    views = group_table(reads, cal)
+    assert [len(v.melds) for v in views] == [1, 1, 0, 0]
+    assert all(v.is_empty for v in views[2:]) and views[0].open_tiles == ()
+
+
+def _square_at(c: tuple[float, float]) -> np.ndarray:
+    return np.array([[-25, -25], [25, -25], [25, 25], [-25, 25]], float) + c
+
+
+def test_reads_from_detections_map_to_the_plane() -> None:
+    quad = np.array([[10, 10], [40, 10], [40, 50], [10, 50]], np.float32)
+    det = TileDetection(4, 0.8, (10, 10, 30, 40), quad, alternatives=((5, 0.1),))
+    scale = np.diag([2.0, 2.0, 1.0])
+    read = TileRead.from_detection(det, scale)
+    assert read.centre == (50.0, 60.0) and read.label == 4 and read.alternatives == ((5, 0.1),)
+    assert read.to_json()["label"] == "5m"
+
+
+def test_views_serialise() -> None:
+    view = group_seat(0, [*row(0, "E/ E E"), tile_at(0, "1f", 200, 150)])
+    data = view.to_json()
+    assert data["flowers"] == ["1f"]
+    assert data["melds"][0]["kind"] == "pung" and data["melds"][0]["source"] == 3
+    assert data["melds"][0]["tiles"] == ["E", "E", "E"]
+    assert isinstance(view.melds[0], MeldView) and view.melds[0].describe() == "[EEE<3]"
+
+
+def test_unknown_labels_are_refused() -> None:
+    with pytest.raises(HandError):
+        TileRead(BACK + 1, 0.5, np.zeros((4, 2)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(0, 50))
+def test_every_laid_out_table_reads_back_exactly(layout_seed: int, scene_seed: int) -> None:
+    """Truth in, truth out: any layout the scene lays out (jittered as players do), grouped
+    from the true tile positions, gives back every seat's melds, flowers and open tiles."""
+    layout = random_layout(np.random.default_rng(layout_seed), discards=10, walls=True)
+    scene = TableScene(seed=scene_seed)
+    reads = [TileRead(p.label, 1.0, p.quad()) for p in scene.place(layout)]
+    views = group_table(reads, Calibration(np.eye(3), (900, 900)))
+    for seat, view in zip(layout.seats, views, strict=True):
+        assert [m.meld for m in view.melds] == list(seat.melds)
+        assert view.flowers == seat.flowers
+        assert view.open_tiles == seat.open_tiles
+        assert not view.notes

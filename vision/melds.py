@@ -1,0 +1,596 @@
+"""Grouping the tiles found in a seat's zone into its flowers, melds and laid-open tiles.
+
+The recogniser says what each tile is and where it lies; this module says what the tiles mean,
+following the table's conventions (``docs/camera.md``): in each seat's own coordinates, tiles
+that touch side by side belong together; a claimed tile lies sideways, and where it lies in
+its meld says whom it was claimed from (left end: the player before, middle: the one
+opposite, right end: the player after); an added kong's fourth tile lies sideways beside the
+sideways tile, towards the centre; a concealed kong shows face-down tiles at both ends.
+Tiles touching in a row are cut into melds by trying every cut (:func:`group_seat`), so melds
+laid without a gap between them are still told apart.
+
+Nothing is guessed silently: every meld and tile read with low confidence, every meld whose
+tiles do not make a legal meld (it is still reported, with the runner-up labels that would
+make it legal when there are any), a face-down tile where none should be, is flagged with a
+note for the players to confirm.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from controller.errors import HandError
+from controller.rules.melds import Meld, MeldKind
+from controller.rules.tiles import Tile
+from vision.calibration import SEATS, Calibration, TableGeometry, apply
+from vision.detection import TileDetection
+from vision.labels import BACK, NUM_LABELS, label_name
+
+TOUCH_FRACTION = 0.5
+"""Tiles side by side whose gap is under this fraction of a tile's width are one group."""
+LOOSE_FRACTION = 0.2
+"""Inside a group, a gap over this fraction of a tile's width is where one meld may end."""
+DEFAULT_TILE_MM = 30.0
+"""A tile's width when no tile on the table gives a better measure."""
+
+
+@dataclass(frozen=True)
+class TileRead:
+    """A tile found on the table: ``label`` (a :mod:`vision.labels` label), ``confidence``,
+    ``quad`` (its outline, 4x2 plane millimetres), ``needs_confirmation`` and the runner-up
+    ``alternatives`` as the recogniser gave them."""
+
+    label: int
+    confidence: float
+    quad: np.ndarray = field(compare=False, repr=False)
+    needs_confirmation: bool = False
+    alternatives: tuple[tuple[int, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        quad = np.asarray(self.quad, np.float64).reshape(4, 2)
+        quad.setflags(write=False)
+        object.__setattr__(self, "quad", quad)
+        if not 0 <= int(self.label) < NUM_LABELS:
+            raise HandError(f"{self.label!r} is not a tile label")
+
+    @classmethod
+    def from_detection(cls, det: TileDetection, to_plane: np.ndarray) -> TileRead:
+        """A detection made in some image, mapped to the plane by ``to_plane`` (3x3)."""
+        return cls(
+            int(det.label),
+            float(det.confidence),
+            apply(to_plane, det.quad),
+            bool(det.needs_confirmation),
+            tuple((int(a), float(p)) for a, p in det.alternatives),
+        )
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        c = self.quad.mean(axis=0)
+        return float(c[0]), float(c[1])
+
+    @property
+    def name(self) -> str:
+        return label_name(self.label)
+
+    @property
+    def face_down(self) -> bool:
+        return self.label == BACK
+
+    @property
+    def is_flower(self) -> bool:
+        return 34 <= self.label < BACK
+
+    def describe(self) -> str:
+        """``5m (0.41, or 6m 0.33)``: the label, how sure, and the runner-up."""
+        text = f"{self.name} ({self.confidence:.2f}"
+        if self.alternatives:
+            alt, p = self.alternatives[0]
+            text += f", or {label_name(alt)} {p:.2f}"
+        return text + ")"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.name,
+            "confidence": round(self.confidence, 4),
+            "centre_mm": [round(v, 1) for v in self.centre],
+            "needs_confirmation": self.needs_confirmation,
+        }
+
+
+@dataclass(frozen=True)
+class MeldView:
+    """A meld as it lies on the table.
+
+    ``kind`` is how it was laid; ``tiles`` the tiles as read, left to right as the seat sees
+    them (empty for a concealed kong whose four tiles all lie face down); ``source`` the seat
+    it was claimed from when the sideways tile's place shows it (``None`` for a concealed
+    kong); ``confidence`` the least sure of its tiles; ``needs_confirmation`` with ``note``
+    saying why when anything about it is unsure; ``centre`` (plane millimetres) where it lies.
+    """
+
+    kind: MeldKind
+    tiles: tuple[Tile, ...]
+    source: int | None
+    confidence: float
+    needs_confirmation: bool
+    centre: tuple[float, float]
+    reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
+    note: str = ""
+
+    @property
+    def meld(self) -> Meld | None:
+        """The rules' :class:`~controller.rules.melds.Meld`, or ``None`` when the tiles read do
+        not make one (then :attr:`needs_confirmation` is set)."""
+        try:
+            return self.to_meld()
+        except HandError:
+            return None
+
+    def to_meld(self) -> Meld:
+        """The rules' meld; raises :class:`~controller.errors.HandError` when the tiles read
+        cannot make it (a concealed kong face down all round, a misread tile)."""
+        if not self.tiles:
+            raise HandError("a concealed kong lies face down: its tile cannot be seen")
+        return Meld(self.kind, self.tiles, self.source)
+
+    @property
+    def key(self) -> tuple[str, tuple[int, ...], int | None]:
+        """What the meld is, without where it lies: the tracker's notion of "the same"."""
+        return (self.kind.value, tuple(sorted(int(t) for t in self.tiles)), self.source)
+
+    def describe(self) -> str:
+        meld = self.meld
+        if meld is not None:
+            return meld.notation()
+        shown = " ".join(t.code for t in self.tiles) or "face down"
+        return f"[{self.kind.value}? {shown}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "tiles": [t.code for t in self.tiles],
+            "source": self.source,
+            "confidence": round(self.confidence, 4),
+            "needs_confirmation": self.needs_confirmation,
+            "note": self.note,
+            "centre_mm": [round(v, 1) for v in self.centre],
+        }
+
+
+@dataclass(frozen=True)
+class SeatView:
+    """What one seat has laid on the table, as read from one frame.
+
+    ``flowers`` and ``melds`` in the order they lie (left to right as the seat sees them);
+    ``open_tiles`` every other face-up tile (the hand laid open after a win); ``notes`` one line
+    per thing the players should confirm; ``reads`` every tile found in the seat's zone.
+    """
+
+    seat: int
+    flowers: tuple[Tile, ...] = ()
+    melds: tuple[MeldView, ...] = ()
+    open_tiles: tuple[Tile, ...] = ()
+    notes: tuple[str, ...] = ()
+    reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
+    flower_reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
+    open_reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return bool(self.notes)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.flowers or self.melds or self.open_tiles)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seat": self.seat,
+            "flowers": [t.code for t in self.flowers],
+            "melds": [m.to_json() for m in self.melds],
+            "open_tiles": [t.code for t in self.open_tiles],
+            "needs_confirmation": self.needs_confirmation,
+            "notes": list(self.notes),
+        }
+
+
+# -- one seat ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Tile:
+    """A read in seat coordinates: centre, half extents along ``u`` and ``v``, sideways."""
+
+    read: TileRead
+    u: float
+    v: float
+    hu: float
+    hv: float
+    sideways: bool
+    short: float
+
+    @property
+    def label(self) -> int:
+        return self.read.label
+
+
+def _in_seat(read: TileRead, to_seat: np.ndarray) -> _Tile:
+    q = apply(to_seat, read.quad)
+    e0 = q[1] - q[0]
+    e1 = q[2] - q[1]
+    a = (np.linalg.norm(e0) + np.linalg.norm(q[2] - q[3])) / 2
+    b = (np.linalg.norm(e1) + np.linalg.norm(q[3] - q[0])) / 2
+    long_edge = e0 if a >= b else e1
+    short, long_ = float(min(a, b)), float(max(a, b))
+    # the long axis along u (the seat's edge) is a tile lying sideways
+    sideways = abs(long_edge[0]) > abs(long_edge[1])
+    c = q.mean(axis=0)
+    hu, hv = (long_ / 2, short / 2) if sideways else (short / 2, long_ / 2)
+    return _Tile(read, float(c[0]), float(c[1]), hu, hv, bool(sideways), short)
+
+
+@dataclass
+class _Column:
+    tiles: list[_Tile]
+
+    @property
+    def u0(self) -> float:
+        return min(t.u - t.hu for t in self.tiles)
+
+    @property
+    def u1(self) -> float:
+        return max(t.u + t.hu for t in self.tiles)
+
+    @property
+    def sideways(self) -> bool:
+        return self.tiles[0].sideways
+
+    @property
+    def stacked(self) -> bool:
+        return len(self.tiles) > 1
+
+
+def _components(tiles: list[_Tile], unit: float) -> list[list[_Tile]]:
+    """Groups of tiles that touch: side by side in a row, or two sideways tiles stacked."""
+    n = len(tiles)
+    parent = list(range(n))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        a = tiles[i]
+        for j in range(i + 1, n):
+            b = tiles[j]
+            gap_u = abs(a.u - b.u) - a.hu - b.hu
+            gap_v = abs(a.v - b.v) - a.hv - b.hv
+            overlap_v = min(a.v + a.hv, b.v + b.hv) - max(a.v - a.hv, b.v - b.hv)
+            overlap_u = min(a.u + a.hu, b.u + b.hu) - max(a.u - a.hu, b.u - b.hu)
+            beside = gap_u <= TOUCH_FRACTION * unit and overlap_v >= 0.4 * min(a.hv, b.hv) * 2
+            stacked = (
+                a.sideways
+                and b.sideways
+                and gap_v <= 0.3 * unit
+                and overlap_u >= 0.5 * min(a.hu, b.hu) * 2
+            )
+            if beside or stacked:
+                parent[find(i)] = find(j)
+    groups: dict[int, list[_Tile]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(tiles[i])
+    return list(groups.values())
+
+
+def _reading_order(items: list[Any], v: Any, u: Any, unit: float) -> list[Any]:
+    """Row by row from the seat's edge outwards, left to right in each row: a new row starts
+    where the distance from the edge jumps by more than half a tile's width."""
+    rows: list[list[Any]] = []
+    for item in sorted(items, key=v):
+        if rows and v(item) - v(rows[-1][0]) <= 0.5 * unit:
+            rows[-1].append(item)
+        else:
+            rows.append([item])
+    return [item for row in rows for item in sorted(row, key=u)]
+
+
+def _columns(group: list[_Tile]) -> list[_Column]:
+    cols: list[_Column] = []
+    for t in sorted(group, key=lambda t: t.u):
+        last = cols[-1] if cols else None
+        if last is not None and last.sideways and t.sideways:
+            overlap = min(last.u1, t.u + t.hu) - max(last.u0, t.u - t.hu)
+            if overlap >= 0.5 * 2 * t.hu:
+                last.tiles.append(t)
+                continue
+        cols.append(_Column([t]))
+    for c in cols:
+        c.tiles.sort(key=lambda t: t.v)  # the claimed tile first, an added one beyond it
+    return cols
+
+
+@dataclass
+class _Candidate:
+    view: MeldView
+    score: float
+
+
+def _relative_source(seat: int, index: int, count: int) -> int:
+    """The seat a claimed tile came from, by where it lies among ``count`` columns."""
+    if index == 0:
+        return (seat + 3) % SEATS  # the left end: the player before
+    if index == count - 1:
+        return (seat + 1) % SEATS  # the right end: the player after
+    return (seat + 2) % SEATS  # the middle: the player opposite
+
+
+def _valid(kind: MeldKind, labels: Sequence[int], source: int | None) -> bool:
+    if any(not 0 <= lab < 34 for lab in labels):
+        return False
+    try:
+        Meld(kind, tuple(Tile(lab) for lab in labels), source)
+    except HandError:
+        return False
+    return True
+
+
+def _repair(
+    kind: MeldKind, tiles: Sequence[_Tile], source: int | None
+) -> tuple[list[int], str] | None:
+    """The most likely labels that make a legal meld, changing one tile to a runner-up."""
+    labels = [t.label for t in tiles]
+    best: tuple[float, list[int], str] | None = None
+    for i, t in enumerate(tiles):
+        for alt, p in t.read.alternatives:
+            trial = [*labels[:i], alt, *labels[i + 1 :]]
+            if _valid(kind, trial, source):
+                gain = p / max(t.read.confidence, 1e-6)
+                if best is None or gain > best[0]:
+                    note = f"{t.read.describe()} may be {label_name(alt)}"
+                    best = (gain, trial, note)
+    return (best[1], best[2]) if best else None
+
+
+def _segment(seat: int, cols: Sequence[_Column], unit: float) -> _Candidate | None:
+    """How ``cols`` would read as one meld, or ``None`` if they cannot be one."""
+    n = len(cols)
+    if n not in (3, 4):
+        return None
+    sideways = [i for i, c in enumerate(cols) if c.sideways]
+    tiles = [t for c in cols for t in c.tiles]
+    stacked = [i for i, c in enumerate(cols) if c.stacked]
+    if any(len(c.tiles) > 2 for c in cols) or len(stacked) > 1:
+        return None
+    # tiles of one meld touch; a wide gap inside it makes the reading less likely
+    inner_gaps = sum(1 for a, b in pairwise(cols) if b.u0 - a.u1 > LOOSE_FRACTION * unit)
+    if not sideways:
+        if n != 4 or stacked or tiles[0].label != BACK or tiles[3].label != BACK:
+            return None
+        return _concealed_kong(tiles, inner_gaps)
+    if len(sideways) != 1:
+        return None
+    claimed_at = sideways[0]
+    if stacked and (n != 3 or stacked[0] != claimed_at):
+        return None
+    source = _relative_source(seat, claimed_at, n)
+    if stacked:
+        options = [(MeldKind.ADDED_KONG, source, [])]
+    elif n == 4:
+        options = [(MeldKind.KONG, source, [])]
+    else:
+        chow_notes = []
+        if claimed_at != 0:
+            chow_notes.append(
+                "a chow is claimed from the player before: its sideways tile belongs at the "
+                "left end"
+            )
+        # two alike and one not: a pung with a misread tile is likelier than a chow
+        pung_first = len({t.label for t in tiles}) < 3
+        options = [(MeldKind.PUNG, source, []), (MeldKind.CHOW, (seat + 3) % SEATS, chow_notes)]
+        if not pung_first:
+            options.reverse()
+    best: _Candidate | None = None
+    for kind, src, extra in options:
+        cand = _claimed(kind, src, tiles, list(extra), inner_gaps)
+        if best is None or cand.score > best.score:
+            best = cand
+    return best
+
+
+def _claimed(
+    kind: MeldKind, source: int, tiles: list[_Tile], notes: list[str], inner_gaps: int
+) -> _Candidate:
+    labels = [t.label for t in tiles]
+    per_tile = 10.0
+    if BACK in labels:
+        notes.append("a claimed meld shows a face-down tile")
+        per_tile = 2.0
+    elif not _valid(kind, labels, source):
+        fixed = _repair(kind, tiles, source)
+        if fixed is not None:
+            labels, note = fixed
+            notes.append(note)
+            per_tile = 6.0
+        else:
+            shown = " ".join(label_name(lab) for lab in labels)
+            notes.append(f"{shown} is not a {kind.value}: check the tiles")
+            per_tile = 2.0
+    if notes and per_tile == 10.0:
+        per_tile = 8.0  # legal, but laid against the conventions
+    return _candidate(kind, source, labels, tiles, notes, per_tile, inner_gaps)
+
+
+def _concealed_kong(tiles: list[_Tile], inner_gaps: int) -> _Candidate:
+    notes: list[str] = []
+    middle = [t.label for t in tiles[1:3] if t.label != BACK]
+    labels: list[int] = []
+    per_tile = 10.0
+    if not middle:
+        notes.append("a concealed kong lies face down: say which tile it is")
+    elif not 0 <= middle[0] < 34:
+        notes.append(f"a concealed kong cannot be of {label_name(middle[0])}")
+        per_tile = 2.0
+    else:
+        labels = [middle[0]] * 4
+        if len(set(middle)) > 1:
+            notes.append(
+                "the concealed kong's face-up tiles differ: "
+                + " and ".join(t.read.describe() for t in tiles[1:3])
+            )
+            per_tile = 6.0
+    return _candidate(MeldKind.CONCEALED_KONG, None, labels, tiles, notes, per_tile, inner_gaps)
+
+
+def _candidate(
+    kind: MeldKind,
+    source: int | None,
+    labels: list[int],
+    tiles: list[_Tile],
+    notes: list[str],
+    per_tile: float,
+    inner_gaps: int,
+) -> _Candidate:
+    unsure = [t.read for t in tiles if t.read.needs_confirmation]
+    if unsure:
+        notes.append("unsure of " + ", ".join(r.describe() for r in unsure))
+    reads = tuple(t.read for t in tiles)
+    centre = np.mean([r.centre for r in reads], axis=0)
+    view = MeldView(
+        kind=kind,
+        tiles=tuple(Tile(lab) for lab in labels if lab != BACK),
+        source=source,
+        confidence=min(r.confidence for r in reads),
+        needs_confirmation=bool(notes),
+        centre=(float(centre[0]), float(centre[1])),
+        reads=reads,
+        note="; ".join(notes),
+    )
+    return _Candidate(view, per_tile * len(tiles) - 4.0 * inner_gaps)
+
+
+def _parse_row(seat: int, cols: list[_Column], unit: float) -> tuple[list[MeldView], list[int]]:
+    """Cut touching columns into melds, trying every cut: the best total score wins.
+    Returns the melds and the indices of the columns left over."""
+    n = len(cols)
+    best: list[float] = [0.0] + [-math.inf] * n
+    back: list[tuple[int, _Candidate | None]] = [(0, None)] * (n + 1)
+    for i in range(1, n + 1):
+        # a column left out of every meld scores nothing
+        best[i], back[i] = best[i - 1], (i - 1, None)
+        for size in (3, 4):
+            j = i - size
+            if j < 0:
+                continue
+            cand = _segment(seat, cols[j:i], unit)
+            if cand is None:
+                continue
+            score = best[j] + cand.score
+            # a cut at a gap is a natural place for one meld to end
+            if j > 0 and cols[j].u0 - cols[j - 1].u1 > LOOSE_FRACTION * unit:
+                score += 1.0
+            if score > best[i]:
+                best[i], back[i] = score, (j, cand)
+    melds: list[MeldView] = []
+    loose: list[int] = []
+    i = n
+    while i > 0:
+        j, cand = back[i]
+        if cand is None:
+            loose.append(i - 1)
+        else:
+            melds.append(cand.view)
+        i = j
+    melds.reverse()
+    loose.reverse()
+    return melds, loose
+
+
+def group_seat(
+    seat: int,
+    reads: Iterable[TileRead],
+    geometry: TableGeometry | None = None,
+    *,
+    tile_mm: float | None = None,
+) -> SeatView:
+    """Read one seat's zone: ``reads`` are the tiles found in it (plane millimetres).
+
+    ``tile_mm`` is a tile's width; by default the median short side of the tiles given."""
+    geometry = geometry or TableGeometry()
+    reads = list(reads)
+    to_seat = geometry.plane_to_seat(seat)
+    tiles = [_in_seat(r, to_seat) for r in reads]
+    unit = tile_mm or (float(np.median([t.short for t in tiles])) if tiles else DEFAULT_TILE_MM)
+    notes: list[str] = []
+    flowers = _reading_order(
+        [t for t in tiles if t.read.is_flower], lambda t: t.v, lambda t: t.u, unit
+    )
+    for f in flowers:
+        if f.read.needs_confirmation:
+            notes.append(f"seat {seat}: is this flower {f.read.describe()}?")
+    rest = [t for t in tiles if not t.read.is_flower]
+    melds: list[MeldView] = []
+    open_tiles: list[_Tile] = []
+    groups = _components(rest, unit)
+    groups = _reading_order(
+        groups, lambda g: min(t.v for t in g), lambda g: min(t.u for t in g), unit
+    )
+    for group in groups:
+        cols = _columns(group)
+        found, loose = _parse_row(seat, cols, unit)
+        melds += found
+        for i in loose:
+            for t in cols[i].tiles:
+                if t.label == BACK:
+                    notes.append(f"seat {seat}: a face-down tile that is not part of a kong")
+                elif t.sideways:
+                    notes.append(
+                        f"seat {seat}: {t.read.describe()} lies sideways but is not part of a meld"
+                    )
+                    open_tiles.append(t)
+                else:
+                    open_tiles.append(t)
+    for m in melds:
+        if m.needs_confirmation:
+            notes.append(f"seat {seat}: {m.describe()}: {m.note}")
+    open_tiles = _reading_order(open_tiles, lambda t: t.v, lambda t: t.u, unit)
+    for t in open_tiles:
+        if t.read.needs_confirmation:
+            notes.append(f"seat {seat}: unsure of an open tile, {t.read.describe()}")
+    return SeatView(
+        seat=seat,
+        flowers=tuple(Tile(f.label) for f in flowers),
+        melds=tuple(melds),
+        open_tiles=tuple(Tile(t.label) for t in open_tiles),
+        notes=tuple(notes),
+        reads=tuple(reads),
+        flower_reads=tuple(f.read for f in flowers),
+        open_reads=tuple(t.read for t in open_tiles),
+    )
+
+
+def group_table(
+    reads: Iterable[TileRead], calibration: Calibration, *, tile_mm: float | None = None
+) -> tuple[SeatView, ...]:
+    """Every seat's view from the tiles found anywhere on the table: each tile goes to the
+    seat whose zone holds its centre; tiles outside every zone (walls, discards) are left out.
+    """
+    per_seat: list[list[TileRead]] = [[] for _ in range(SEATS)]
+    for r in reads:
+        k = calibration.seat_of(r.centre)
+        if k is not None:
+            per_seat[k].append(r)
+    all_reads = [r for rs in per_seat for r in rs]
+    if tile_mm is None and all_reads:
+        tile_mm = float(np.median([_in_seat(r, np.eye(3)).short for r in all_reads]))
+    return tuple(
+        group_seat(k, per_seat[k], calibration.geometry, tile_mm=tile_mm) for k in range(SEATS)
+    )
