@@ -26,6 +26,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -108,14 +109,9 @@ class TableGeometry:
         local = [(0.0, 0.0), (s, 0.0), (s - d, d), (d, d)]
         return apply(self.seat_to_plane(seat), local)
 
-    def keep_outs(self) -> list[tuple[float, float, float, float]]:
+    def keep_outs(self) -> tuple[tuple[float, float, float, float], ...]:
         """The markers' squares with a margin, ``(x0, y0, x1, y1)``: nothing there is a tile."""
-        half = self.marker_mm / 2 + 8.0
-        out = []
-        for k in MARKER_IDS:
-            cx, cy = self.marker_centre(k)
-            out.append((cx - half, cy - half, cx + half, cy + half))
-        return out
+        return _keep_outs(self)
 
     def to_json(self) -> dict[str, float]:
         return {
@@ -124,6 +120,16 @@ class TableGeometry:
             "marker_inset_mm": self.marker_inset_mm,
             "zone_depth_mm": self.zone_depth_mm,
         }
+
+
+@lru_cache(maxsize=32)
+def _keep_outs(geometry: TableGeometry) -> tuple[tuple[float, float, float, float], ...]:
+    half = geometry.marker_mm / 2 + 8.0
+    out = []
+    for k in MARKER_IDS:
+        cx, cy = geometry.marker_centre(k)
+        out.append((cx - half, cy - half, cx + half, cy + half))
+    return tuple(out)
 
 
 def _seat(seat: int) -> int:

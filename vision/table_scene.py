@@ -311,15 +311,13 @@ class TableScene:
 
     def _seat(self, k: int, seat: SeatLayout) -> list[PlacedOnTable]:
         out = []
-        # the laid-open hand, centred on the seat, nearest the player
-        n = len(seat.open_tiles)
-        if n:
-            rng = self._rng(k, 3, n)
-            u = (self.geometry.side_mm - n * (TILE_MM + TOUCH_MM)) / 2 + TILE_MM / 2
-            v = OPEN_ROW_V + TILE_LONG_MM / 2 + (rng.normal(0, 2) if self.jitter else 0)
-            for i, t in enumerate(seat.open_tiles):
-                out.append(self._tile(k, t, u, v, "open", i, False, rng))
-                u += TILE_MM + TOUCH_MM
+        # the laid-open hand, nearest the player, where a full hand would be centred: the
+        # tiles already down stay put as more are laid
+        u = (self.geometry.side_mm - 14 * (TILE_MM + TOUCH_MM)) / 2 + TILE_MM / 2
+        v = OPEN_ROW_V + TILE_LONG_MM / 2
+        for i, t in enumerate(seat.open_tiles):
+            out.append(self._tile(k, t, u, v, "open", i, False, self._rng(k, 3, i)))
+            u += TILE_MM + TOUCH_MM
         # melds, left to right
         u = MELD_ROW_U
         for i, meld in enumerate(seat.melds):
@@ -498,8 +496,10 @@ def _draw_arm(
         wrist - across * w * 0.4,
         start - across * w * 0.55,
     ]
-    palm = [palm_c + along * w * 0.55 * math.cos(t) * 1.0 + across * w * 0.5 * math.sin(t)
-            for t in np.linspace(0, 2 * math.pi, 24, endpoint=False)]  # fmt: skip
+    palm = [
+        palm_c + along * w * 0.55 * math.cos(t) * 1.0 + across * w * 0.5 * math.sin(t)
+        for t in np.linspace(0, 2 * math.pi, 24, endpoint=False)
+    ]
     fingers = []
     for f in (-0.33, -0.11, 0.11, 0.33):
         base = palm_c + along * w * 0.35 + across * w * f
@@ -519,8 +519,14 @@ def _draw_arm(
     for base, end in fingers:
         a, b = px([base, end])
         thick = max(2, round(w * 0.17 * scale))
-        cv2.line(skin_mask, tuple(np.round(a).astype(int)), tuple(np.round(b).astype(int)), 1.0,
-                 thick, cv2.LINE_AA)  # fmt: skip
+        cv2.line(
+            skin_mask,
+            tuple(np.round(a).astype(int)),
+            tuple(np.round(b).astype(int)),
+            1.0,
+            thick,
+            cv2.LINE_AA,
+        )
     soft = max(1.0, 2.5 * scale)
     skin_mask = cv2.GaussianBlur(skin_mask, (0, 0), soft)
     sleeve_mask = cv2.GaussianBlur(sleeve_mask, (0, 0), soft) * (1 - skin_mask)

@@ -1,0 +1,292 @@
+"""The tracker: changes reported once stable, occlusion never read as removal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.errors import VisionError
+from controller.rules.melds import Meld
+from controller.rules.tiles import Tile, parse_tiles
+from vision.calibration import Calibration, apply
+from vision.melds import TileRead, group_table
+from vision.table_scene import SeatLayout, TableLayout, TableScene, random_layout
+from vision.tracker import ChangeKind, TableChange, TableTracker
+
+SCENE = TableScene(seed=5)
+CAL = Calibration(np.eye(3), (900, 900))
+STABLE = 5
+
+
+def seat_point(seat: int, u: float, v: float) -> tuple[float, float]:
+    x, y = apply(CAL.geometry.seat_to_plane(seat), [(u, v)])[0]
+    return float(x), float(y)
+
+
+class Table:
+    """Frames of a layout as the recogniser would read them (true tiles), with an optional
+    hand over part of the table: tiles under it are not seen, and it is not bare felt."""
+
+    def __init__(self, tracker: TableTracker | None = None) -> None:
+        self.tracker = tracker or TableTracker(CAL.geometry, stable_frames=STABLE)
+        self.changes: list[TableChange] = []
+
+    def show(
+        self,
+        layout: TableLayout,
+        frames: int = 1,
+        *,
+        hand: tuple[tuple[float, float], float] | None = None,
+        relabel: dict[int, int] | None = None,
+        bare_test: bool = True,
+    ) -> list[TableChange]:
+        placed = SCENE.place(layout)
+        reads = [TileRead((relabel or {}).get(p.label, p.label), 0.97, p.quad()) for p in placed]
+
+        def under_hand(point: np.ndarray) -> bool:
+            return hand is not None and float(np.hypot(*(point - hand[0]))) < hand[1]
+
+        visible = [r for r in reads if not under_hand(np.array(r.centre))]
+
+        def is_bare(quad: np.ndarray) -> bool:
+            c = quad.mean(axis=0)
+            if under_hand(c):
+                return False
+            return all(np.hypot(*(c - r.quad.mean(axis=0))) > 12 for r in reads)
+
+        out = []
+        for _ in range(frames):
+            views = group_table(visible, CAL)
+            out += self.tracker.update(views, is_bare=is_bare if bare_test else None)
+        self.changes += out
+        return out
+
+
+def one_meld(seat: int, text: str, kind: str = "pung", source: int | None = 2) -> TableLayout:
+    return TableLayout().with_seat(seat, melds=(Meld.of(kind, text, source),))
+
+
+def test_a_new_meld_is_reported_once_it_is_stable() -> None:
+    table = Table()
+    layout = one_meld(1, "EEE", source=3)
+    assert table.show(layout, STABLE - 1) == []
+    (change,) = table.show(layout)
+    assert change.kind is ChangeKind.MELD and change.seat == 1 and change.frame == STABLE - 1
+    assert change.meld is not None and change.meld.meld == Meld.of("pung", "EEE", 3)
+    assert table.show(layout, 20) == []
+    assert [m.meld for m in table.tracker.view(1).melds] == [Meld.of("pung", "EEE", 3)]
+    assert "seat 1: meld [EEE<3]" in change.describe()
+
+
+def test_a_reading_seen_for_a_moment_is_never_reported() -> None:
+    table = Table()
+    table.show(one_meld(0, "5p5p5p"), 2)
+    assert table.show(TableLayout(), 10) == []
+    assert table.tracker.view(0).is_empty
+
+
+def test_a_frame_missed_now_and_then_does_not_stop_a_change_settling() -> None:
+    table = Table()
+    layout = one_meld(2, "CCC", source=1)
+    for _ in range(STABLE - 1):
+        table.show(layout)
+        table.show(TableLayout(), bare_test=False)  # a frame lost to motion blur
+    assert [c.kind for c in table.show(layout)] == [ChangeKind.MELD]
+
+
+def test_a_hand_over_the_table_erases_nothing() -> None:
+    table = Table()
+    layout = one_meld(0, "777s", source=1).with_seat(0, flowers=(Tile.PLUM,))
+    table.show(layout, STABLE)
+    before = table.tracker.view(0)
+    assert before.melds and before.flowers == (Tile.PLUM,)
+    centre = table.tracker.view(0).melds[0].centre
+    # a hand resting over the meld and the flower for a long while
+    assert table.show(layout, 60, hand=(np.array(centre), 120.0)) == []
+    after = table.tracker.view(0)
+    assert [m.key for m in after.melds] == [m.key for m in before.melds]
+    assert after.flowers == before.flowers
+
+
+def test_half_a_meld_under_a_hand_is_not_read_as_open_tiles() -> None:
+    table = Table()
+    layout = one_meld(3, "9m9m9m", source=0)
+    table.show(layout, STABLE)
+    meld = table.tracker.view(3).melds[0]
+    rightmost = max(
+        meld.reads, key=lambda r: apply(CAL.geometry.plane_to_seat(3), [r.centre])[0][0]
+    )
+    # the hand covers one tile: the other two read as loose tiles, frame after frame
+    assert table.show(layout, 40, hand=(np.array(rightmost.centre), 18.0)) == []
+    view = table.tracker.view(3)
+    assert view.open_tiles == () and [m.key for m in view.melds] == [meld.key]
+
+
+def test_without_a_picture_nothing_is_ever_removed() -> None:
+    table = Table()
+    table.show(one_meld(1, "FFF", source=2), STABLE)
+    assert table.show(TableLayout(), 50, bare_test=False) == []
+    assert len(table.tracker.view(1).melds) == 1
+
+
+def test_a_meld_seen_gone_from_bare_table_is_removed() -> None:
+    tracker = TableTracker(CAL.geometry, stable_frames=STABLE, remove_frames=8)
+    table = Table(tracker)
+    table.show(one_meld(1, "FFF", source=2), STABLE)
+    assert table.show(TableLayout(), 7) == []
+    (change,) = table.show(TableLayout())
+    assert change.kind is ChangeKind.REMOVED and change.meld is not None
+    assert tracker.view(1).is_empty
+
+
+def test_a_pung_becoming_an_added_kong_is_one_change() -> None:
+    table = Table()
+    pung = one_meld(2, "3p3p3p", source=0)
+    kong = TableLayout().with_seat(2, melds=(Meld.of("added_kong", "3333p", 0),))
+    table.show(pung, STABLE)
+    assert table.show(kong, STABLE - 1) == []
+    (change,) = table.show(kong)
+    assert change.kind is ChangeKind.MELD_CHANGED
+    assert change.meld is not None and change.meld.meld == Meld.of("added_kong", "3333p", 0)
+    assert change.previous is not None and change.previous.meld == Meld.of("pung", "333p", 0)
+    assert [m.kind.value for m in table.tracker.view(2).melds] == ["added_kong"]
+    assert table.show(kong, 10) == []
+
+
+def test_a_stable_misreading_is_corrected() -> None:
+    table = Table()
+    layout = one_meld(0, "WWW", source=3)
+    table.show(layout, STABLE, relabel={int(Tile.WEST): int(Tile.NORTH)})  # read as NNN
+    assert table.tracker.view(0).melds[0].meld == Meld.of("pung", "NNN", 3)
+    changes = table.show(layout, STABLE)
+    assert [c.kind for c in changes] == [ChangeKind.MELD_CHANGED]
+    assert table.tracker.view(0).melds[0].meld == Meld.of("pung", "WWW", 3)
+
+
+def test_flowers_are_reported_and_corrected() -> None:
+    table = Table()
+    layout = TableLayout().with_seat(3, flowers=(Tile.SPRING,))
+    (added,) = table.show(layout, STABLE, relabel={int(Tile.SPRING): int(Tile.SUMMER)})
+    assert added.kind is ChangeKind.FLOWER and added.flower is Tile.SUMMER
+    (fixed,) = table.show(layout, STABLE)
+    assert fixed.kind is ChangeKind.FLOWER_CHANGED
+    assert fixed.flower is Tile.SPRING and fixed.previous is Tile.SUMMER
+    assert table.tracker.view(3).flowers == (Tile.SPRING,)
+
+
+def test_a_hand_laid_open_settles_as_it_is_laid() -> None:
+    table = Table()
+    melds = (Meld.of("pung", "EEE", 1),)
+    hand = parse_tiles("123m 456p 789s 55s")
+    seen = []
+    for n in (4, 8, 11):
+        layout = TableLayout().with_seat(0, melds=melds, open_tiles=tuple(hand[:n]))
+        seen += [c for c in table.show(layout, STABLE) if c.kind is ChangeKind.OPEN_TILES]
+    assert [len(c.open_tiles) for c in seen] == [4, 8, 11]
+    assert seen[-1].open_tiles == tuple(hand)
+    view = table.tracker.view(0)
+    assert view.open_tiles == tuple(hand) and view.melds[0].meld == melds[0]
+
+
+def test_tiles_pushed_half_a_tile_along_settle_to_where_they_lie() -> None:
+    tracker = TableTracker(CAL.geometry, stable_frames=STABLE, remove_frames=8)
+
+    def frame(names: str, start: float) -> list[TileRead]:
+        out = []
+        for i, t in enumerate(parse_tiles(names)):
+            x = start + i * 30.6
+            quad = np.array([[x - 15, 848], [x + 15, 848], [x + 15, 888], [x - 15, 888]])
+            out.append(TileRead(int(t), 0.95, quad))
+        return out
+
+    def bare(quad: np.ndarray) -> bool:
+        return True  # whatever no tile is seen on is bare felt here
+
+    for _ in range(STABLE):
+        tracker.update(group_table(frame("1234m", 300), CAL), is_bare=bare)
+    assert tracker.view(0).open_tiles == tuple(parse_tiles("1234m"))
+    last = []
+    for _ in range(8):
+        last += tracker.update(group_table(frame("12345m", 285), CAL), is_bare=bare)
+    assert tracker.view(0).open_tiles == tuple(parse_tiles("12345m"))
+    assert last[-1].kind is ChangeKind.OPEN_TILES
+    assert last[-1].open_tiles == tuple(parse_tiles("12345m"))
+
+
+def test_a_meld_pushed_along_the_table_is_not_a_new_one() -> None:
+    table = Table()
+    meld = Meld.of("chow", "345m", 3)
+    table.show(TableLayout().with_seat(0, melds=(meld,)), STABLE)
+    moved = TableLayout().with_seat(0, melds=(Meld.of("pung", "NNN", 1), meld))
+    changes = table.show(moved, 3 * STABLE)
+    assert [c.kind for c in changes] == [ChangeKind.MELD]  # only the pung is new
+    assert [m.meld for m in table.tracker.view(0).melds] == [Meld.of("pung", "NNN", 1), meld]
+
+
+def test_unsure_readings_are_reported_for_confirmation() -> None:
+    table = Table()
+    placed = SCENE.place(one_meld(1, "2s2s2s", source=3))
+    reads = [TileRead(p.label, 0.4, p.quad(), needs_confirmation=True) for p in placed]
+    changes = []
+    for _ in range(STABLE):
+        changes += table.tracker.update(group_table(reads, CAL))
+    (change,) = changes
+    assert change.needs_confirmation and "please confirm" in change.describe()
+    assert table.tracker.view(1).needs_confirmation
+    assert change.to_json()["meld"]["needs_confirmation"] is True
+
+
+def test_reset_starts_a_new_hand() -> None:
+    table = Table()
+    table.show(one_meld(0, "EEE", source=1), STABLE)
+    table.tracker.reset()
+    assert all(v.is_empty for v in table.tracker.views)
+    assert [c.kind for c in table.show(one_meld(0, "EEE", source=1), STABLE)] == [ChangeKind.MELD]
+
+
+def test_bad_settings_and_input_are_refused() -> None:
+    with pytest.raises(VisionError):
+        TableTracker(stable_frames=0)
+    with pytest.raises(VisionError, match="four seat views"):
+        TableTracker().update([])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000), st.integers(0, 10_000))
+def test_hands_passing_never_remove_anything(layout_seed: int, motion_seed: int) -> None:
+    """Any table, hands wandering over it frame after frame: the tracker reports only the
+    table's true contents, never a removal, and ends with every seat exactly as laid out."""
+    layout = random_layout(np.random.default_rng(layout_seed), walls=True, discards=8)
+    rng = np.random.default_rng(motion_seed)
+    table = Table()
+    table.show(layout, STABLE)
+    for _ in range(12):
+        seat = int(rng.integers(4))
+        where = np.array(seat_point(seat, rng.uniform(100, 800), rng.uniform(20, 180)))
+        table.show(layout, int(rng.integers(1, 8)), hand=(where, float(rng.uniform(40, 140))))
+    table.show(layout, STABLE)
+    assert not [c for c in table.changes if c.kind is ChangeKind.REMOVED]
+    assert not [c for c in table.changes if c.kind is ChangeKind.MELD_CHANGED]
+    for seat, view in zip(layout.seats, table.tracker.views, strict=True):
+        assert [m.meld for m in view.melds] == list(seat.melds)
+        assert view.flowers == seat.flowers
+        assert view.open_tiles == seat.open_tiles
+
+
+def test_every_seat_layout_settles_to_itself() -> None:
+    layout = TableLayout(
+        (
+            SeatLayout(flowers=(Tile.SPRING, Tile.PLUM), melds=(Meld.of("kong", "1111p", 2),)),
+            SeatLayout(melds=(Meld.of("concealed_kong", "CCCC"), Meld.of("chow", "789s", 0))),
+            SeatLayout(open_tiles=tuple(parse_tiles("11122233344455m"))),
+            SeatLayout(flowers=(Tile.CHRYSANTHEMUM,)),
+        )
+    )
+    table = Table()
+    changes = table.show(layout, STABLE)
+    kinds = sorted(c.kind.value for c in changes)
+    assert kinds == ["flower", "flower", "flower", "meld", "meld", "meld", "open_tiles"]
+    assert all(c.frame == STABLE - 1 for c in changes)
+    assert table.tracker.view(2).open_tiles == tuple(parse_tiles("11122233344455m"))

@@ -1,0 +1,428 @@
+"""The tracker: what lies on the table, as settled over frames, and the changes to it.
+
+Single frames lie: a hand passing over the table hides tiles, glare turns a tile into another
+for a frame, a meld half covered reads as loose tiles. :class:`TableTracker` keeps every
+seat's flowers, melds and laid-open tiles as *tracks* and reports a :class:`TableChange` only
+once a change has been seen for ``stable_frames`` frames:
+
+* something new (a flower, a meld, a tile of a hand being laid open) is confirmed once it has
+  been seen ``stable_frames`` times (a frame or two missed in between is forgiven);
+* something already confirmed that is not seen is kept for as long as any part of where it
+  lay is *hidden* (not seen as bare table, nor covered by other tiles seen there): occlusion
+  is never read as removal;
+* a confirmed thing is *replaced* (a pung becoming an added kong, a misread corrected) when a
+  new reading covering the same place has been stable for ``stable_frames`` frames while the
+  old one has been out of sight with nothing of its place hidden for as long;
+* it is *removed* once its whole place has been in plain view without it (seen as bare table,
+  or under other tiles that are seen there) for ``remove_frames`` frames.
+
+Whether a place is bare table needs the picture: the pipeline passes ``is_bare`` (a quad on
+the plane -> bool). Without it a place counts as hidden unless other tiles are seen on it, so
+nothing is removed that is not replaced.
+
+:meth:`TableTracker.reset` starts a new hand (the table clears its tiles between hands).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from controller.errors import VisionError
+from controller.rules.tiles import Tile
+from vision.calibration import SEATS, TableGeometry, apply
+from vision.melds import MeldView, SeatView, TileRead
+
+BareTest = Callable[[np.ndarray], bool]
+"""Whether a quad on the plane (4x2 millimetres) is seen as bare table in the current frame."""
+
+
+class ChangeKind(StrEnum):
+    """What a :class:`TableChange` reports."""
+
+    FLOWER = "flower"  # a new flower
+    MELD = "meld"  # a new meld
+    MELD_CHANGED = "meld_changed"  # a meld became another (pung -> kong, a misread corrected)
+    FLOWER_CHANGED = "flower_changed"  # a flower read again as another
+    OPEN_TILES = "open_tiles"  # the tiles laid open changed (the whole set is given)
+    REMOVED = "removed"  # something is gone: its place was seen without it
+
+
+@dataclass(frozen=True)
+class TableChange:
+    """One settled change at ``seat``, confirmed at frame number ``frame``.
+
+    ``flower`` / ``meld`` is what appeared (or, for ``REMOVED``, what went); ``previous`` is
+    what a changed flower or meld was before; ``open_tiles`` is, for ``OPEN_TILES``, every
+    tile now laid open. ``needs_confirmation`` is set when what is reported was read unsure.
+    """
+
+    seat: int
+    kind: ChangeKind
+    frame: int
+    flower: Tile | None = None
+    meld: MeldView | None = None
+    previous: MeldView | Tile | None = None
+    open_tiles: tuple[Tile, ...] = ()
+    needs_confirmation: bool = False
+
+    def describe(self) -> str:
+        what = {
+            ChangeKind.FLOWER: lambda: f"flower {self.flower}",
+            ChangeKind.MELD: lambda: f"meld {self.meld.describe() if self.meld else ''}",
+            ChangeKind.MELD_CHANGED: lambda: (
+                f"{_text(self.previous)} became {self.meld.describe() if self.meld else ''}"
+            ),
+            ChangeKind.FLOWER_CHANGED: lambda: f"flower {_text(self.previous)} is {self.flower}",
+            ChangeKind.OPEN_TILES: lambda: (
+                "laid open: " + " ".join(t.code for t in self.open_tiles)
+            ),
+            ChangeKind.REMOVED: lambda: f"{_text(self.meld or self.flower)} is gone",
+        }[self.kind]()
+        flag = " (please confirm)" if self.needs_confirmation else ""
+        return f"seat {self.seat}: {what}{flag}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seat": self.seat,
+            "kind": self.kind.value,
+            "frame": self.frame,
+            "flower": self.flower.code if self.flower is not None else None,
+            "meld": self.meld.to_json() if self.meld is not None else None,
+            "previous": (
+                self.previous.to_json()
+                if isinstance(self.previous, MeldView)
+                else (self.previous.code if self.previous is not None else None)
+            ),
+            "open_tiles": [t.code for t in self.open_tiles],
+            "needs_confirmation": self.needs_confirmation,
+            "text": self.describe(),
+        }
+
+
+def _text(x: MeldView | Tile | None) -> str:
+    if isinstance(x, MeldView):
+        return x.describe()
+    return x.code if x is not None else "?"
+
+
+_FLOWER, _MELD, _OPEN = "flower", "meld", "open"
+
+
+@dataclass(eq=False)  # tracks are told apart by identity
+class _Track:
+    kind: str
+    key: Any
+    value: MeldView | TileRead
+    seen: int = 1  # frames it was observed in (while a candidate)
+    missed: int = 0  # consecutive frames it was not observed
+    clear: int = 0  # consecutive frames unobserved with none of its place hidden
+    confirmed: bool = False
+    footprint: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def centre(self) -> np.ndarray:
+        return np.mean([q.mean(axis=0) for q in self.footprint], axis=0)
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return bool(self.value.needs_confirmation)
+
+
+def _footprint(value: MeldView | TileRead) -> list[np.ndarray]:
+    if isinstance(value, MeldView):
+        return [r.quad for r in value.reads]
+    return [value.quad]
+
+
+def _inside(point: np.ndarray, quad: np.ndarray) -> bool:
+    """Whether a point lies inside a convex quad (either winding)."""
+    edges = np.roll(quad, -1, axis=0) - quad
+    rel = point - quad
+    cross = edges[:, 0] * rel[:, 1] - edges[:, 1] * rel[:, 0]
+    return bool(np.all(cross >= 0) or np.all(cross <= 0))
+
+
+def _overlaps(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    """Two footprints share ground: a tile centre of one lies inside a tile of the other."""
+    return any(_inside(qa.mean(axis=0), qb) for qa in a for qb in b) or any(
+        _inside(qb.mean(axis=0), qa) for qa in a for qb in b
+    )
+
+
+class TableTracker:
+    """Settles per-frame :class:`~vision.melds.SeatView` readings into a stable table.
+
+    ``stable_frames`` is how many frames a change must be seen before it is reported;
+    ``remove_frames`` how long a place must be in plain view without what lay there before it is
+    removed;
+    ``forget_frames`` how many frames in a row a not-yet-confirmed reading may be missed before
+    it is forgotten; ``match_mm`` how far a thing may shift between frames and stay the same.
+    """
+
+    def __init__(
+        self,
+        geometry: TableGeometry | None = None,
+        *,
+        stable_frames: int = 5,
+        remove_frames: int = 8,
+        forget_frames: int = 3,
+        match_mm: float = 20.0,
+    ) -> None:
+        if stable_frames < 1 or remove_frames < 1 or forget_frames < 1:
+            raise VisionError("the tracker's frame counts must be 1 or more")
+        self.geometry = geometry or TableGeometry()
+        self.stable_frames = stable_frames
+        self.remove_frames = remove_frames
+        self.forget_frames = forget_frames
+        self.match_mm = float(match_mm)
+        self.frame = -1
+        self._tracks: list[list[_Track]] = [[] for _ in range(SEATS)]
+
+    def reset(self) -> None:
+        """Forget everything: a new hand starts on a cleared table."""
+        self._tracks = [[] for _ in range(SEATS)]
+
+    # -- the stable table ----------------------------------------------------------------------
+
+    @property
+    def views(self) -> tuple[SeatView, ...]:
+        """Every seat's settled view."""
+        return tuple(self.view(k) for k in range(SEATS))
+
+    def view(self, seat: int) -> SeatView:
+        """Seat ``seat``'s settled view: its confirmed flowers, melds and open tiles in the
+        order they lie, with notes for whatever was read unsure."""
+        to_seat = self.geometry.plane_to_seat(seat)
+        tracks = [t for t in self._tracks[seat] if t.confirmed]
+
+        def ordered(kind: str) -> list[_Track]:
+            chosen = [t for t in tracks if t.kind == kind]
+            where = {id(t): apply(to_seat, [t.centre])[0] for t in chosen}
+            rows: list[list[_Track]] = []
+            for t in sorted(chosen, key=lambda t: where[id(t)][1]):
+                if rows and where[id(t)][1] - where[id(rows[-1][0])][1] <= 15.0:
+                    rows[-1].append(t)
+                else:
+                    rows.append([t])
+            return [t for r in rows for t in sorted(r, key=lambda t: where[id(t)][0])]
+
+        flowers = ordered(_FLOWER)
+        melds = ordered(_MELD)
+        opens = ordered(_OPEN)
+        notes: list[str] = []
+        for t in flowers:
+            if t.needs_confirmation:
+                notes.append(f"seat {seat}: is this flower {t.value.describe()}?")
+        for t in melds:
+            m = t.value
+            assert isinstance(m, MeldView)
+            if m.needs_confirmation:
+                notes.append(f"seat {seat}: {m.describe()}: {m.note}")
+        for t in opens:
+            if t.needs_confirmation:
+                notes.append(f"seat {seat}: unsure of an open tile, {t.value.describe()}")
+        reads: list[TileRead] = []
+        for t in tracks:
+            reads += list(t.value.reads) if isinstance(t.value, MeldView) else [t.value]
+        return SeatView(
+            seat=seat,
+            flowers=tuple(Tile(t.value.label) for t in flowers),  # type: ignore[union-attr]
+            melds=tuple(t.value for t in melds),  # type: ignore[misc]
+            open_tiles=tuple(Tile(t.value.label) for t in opens),  # type: ignore[union-attr]
+            notes=tuple(notes),
+            reads=tuple(reads),
+            flower_reads=tuple(t.value for t in flowers),  # type: ignore[misc]
+            open_reads=tuple(t.value for t in opens),  # type: ignore[misc]
+        )
+
+    # -- one frame -----------------------------------------------------------------------------
+
+    def update(
+        self, views: Sequence[SeatView], *, is_bare: BareTest | None = None
+    ) -> list[TableChange]:
+        """Take one frame's readings (a :class:`SeatView` per seat) and return the changes
+        that became settled with it."""
+        if len(views) != SEATS:
+            raise VisionError(f"the tracker takes four seat views, not {len(views)}")
+        self.frame += 1
+        changes: list[TableChange] = []
+        for view in views:
+            changes += self._update_seat(view, is_bare)
+        return changes
+
+    def _observations(self, view: SeatView) -> list[tuple[str, Any, MeldView | TileRead]]:
+        obs: list[tuple[str, Any, MeldView | TileRead]] = []
+        obs += [(_FLOWER, r.label, r) for r in view.flower_reads]
+        obs += [(_MELD, m.key, m) for m in view.melds]
+        obs += [(_OPEN, r.label, r) for r in view.open_reads]
+        return obs
+
+    def _update_seat(self, view: SeatView, is_bare: BareTest | None) -> list[TableChange]:
+        seat = view.seat
+        tracks = self._tracks[seat]
+        observed: set[int] = set()
+        fresh: list[_Track] = []
+        # match each observation to the nearest track of the same kind and identity
+        for kind, key, value in self._observations(view):
+            foot = _footprint(value)
+            centre = np.mean([q.mean(axis=0) for q in foot], axis=0)
+            best, best_d = None, self.match_mm
+            for i, t in enumerate(tracks):
+                if i in observed or t.kind != kind or t.key != key:
+                    continue
+                d = float(np.hypot(*(t.centre - centre)))
+                if d <= best_d:
+                    best, best_d = i, d
+            if best is None:
+                fresh.append(_Track(kind, key, value, footprint=foot))
+                continue
+            t = tracks[best]
+            observed.add(best)
+            t.value, t.footprint = value, foot
+            t.seen += 1
+            t.missed = t.clear = 0
+        # what was not seen: hidden, replaced by what is seen there, or gone
+        seen_centres = [r.quad.mean(axis=0) for r in view.reads]
+        for i, t in enumerate(tracks):
+            if i in observed:
+                continue
+            t.missed += 1
+            if not t.confirmed:
+                continue
+            hidden = any(self._hidden(q, seen_centres, is_bare) for q in t.footprint)
+            t.clear = 0 if hidden else t.clear + 1
+        tracks += fresh
+        changes = self._settle(seat, tracks)
+        # forget readings that never settled
+        self._tracks[seat] = [t for t in tracks if t.confirmed or t.missed < self.forget_frames]
+        return changes
+
+    def _hidden(self, quad: np.ndarray, seen: list[np.ndarray], is_bare: BareTest | None) -> bool:
+        """Whether a place cannot be seen: neither a tile seen on it nor bare table."""
+        if any(_inside(c, quad) for c in seen):
+            return False
+        return is_bare is None or not is_bare(quad)
+
+    def _settle(self, seat: int, tracks: list[_Track]) -> list[TableChange]:
+        changes: list[TableChange] = []
+        open_changed = False
+        ready = [
+            t for t in tracks if not t.confirmed and not t.missed and t.seen >= self.stable_frames
+        ]
+        # things pushed along the table first, so that whatever now lies where they were is
+        # not taken for their replacement
+        for cand in ready:
+            old = self._moved_from(cand, tracks)
+            if old is not None:
+                old.value, old.footprint = cand.value, cand.footprint
+                old.missed = old.clear = 0
+                tracks.remove(cand)
+        for cand in ready:
+            if cand not in tracks:
+                continue
+            rivals = [
+                t
+                for t in tracks
+                if t.confirmed and t is not cand and _overlaps(t.footprint, cand.footprint)
+            ]
+            if any(t.missed == 0 or t.clear < self.stable_frames for t in rivals):
+                continue  # the old reading is still there, or its place is hidden: wait
+            cand.confirmed = True
+            for t in rivals:
+                tracks.remove(t)
+            changed = [t for t in rivals if (t.kind, t.key) != (cand.kind, cand.key)]
+            if len(changed) == len(rivals):
+                changes += self._report(seat, cand, changed)
+            else:  # the same thing, only nudged: just what else it displaced is gone
+                changes += [self._removed(seat, t) for t in changed if t.kind != _OPEN]
+            open_changed |= cand.kind == _OPEN or any(t.kind == _OPEN for t in rivals)
+        for t in [t for t in tracks if t.confirmed and t.clear >= self.remove_frames]:
+            tracks.remove(t)
+            open_changed |= t.kind == _OPEN
+            if t.kind != _OPEN:
+                changes.append(self._removed(seat, t))
+        if open_changed:
+            opens = [t for t in tracks if t.confirmed and t.kind == _OPEN]
+            changes.append(
+                TableChange(
+                    seat,
+                    ChangeKind.OPEN_TILES,
+                    self.frame,
+                    open_tiles=self.view(seat).open_tiles,
+                    needs_confirmation=any(t.needs_confirmation for t in opens),
+                )
+            )
+        return changes
+
+    def _moved_from(self, cand: _Track, tracks: list[_Track]) -> _Track | None:
+        """A confirmed track of the same thing, out of sight with its place in plain view:
+        the thing was pushed along the table."""
+        for t in tracks:
+            if t.confirmed and t.kind == cand.kind and t.key == cand.key and t.clear > 0:
+                return t
+        return None
+
+    def _report(self, seat: int, cand: _Track, rivals: list[_Track]) -> list[TableChange]:
+        out: list[TableChange] = []
+        unsure = cand.needs_confirmation
+        old_melds = [t for t in rivals if t.kind == _MELD]
+        old_flowers = [t for t in rivals if t.kind == _FLOWER]
+        if cand.kind == _MELD:
+            meld = cand.value
+            assert isinstance(meld, MeldView)
+            if old_melds:
+                prev = old_melds.pop(0).value
+                out.append(
+                    TableChange(
+                        seat,
+                        ChangeKind.MELD_CHANGED,
+                        self.frame,
+                        meld=meld,
+                        previous=prev,
+                        needs_confirmation=unsure,
+                    )
+                )
+            else:
+                out.append(
+                    TableChange(
+                        seat, ChangeKind.MELD, self.frame, meld=meld, needs_confirmation=unsure
+                    )
+                )
+        elif cand.kind == _FLOWER:
+            tile = Tile(cand.value.label)  # type: ignore[union-attr]
+            if old_flowers:
+                prev_tile = Tile(old_flowers.pop(0).value.label)  # type: ignore[union-attr]
+                out.append(
+                    TableChange(
+                        seat,
+                        ChangeKind.FLOWER_CHANGED,
+                        self.frame,
+                        flower=tile,
+                        previous=prev_tile,
+                        needs_confirmation=unsure,
+                    )
+                )
+            else:
+                out.append(
+                    TableChange(
+                        seat, ChangeKind.FLOWER, self.frame, flower=tile, needs_confirmation=unsure
+                    )
+                )
+        # whatever else the new reading displaced is gone
+        out += [self._removed(seat, t) for t in old_melds + old_flowers]
+        return out
+
+    def _removed(self, seat: int, t: _Track) -> TableChange:
+        if t.kind == _MELD:
+            return TableChange(seat, ChangeKind.REMOVED, self.frame, meld=t.value)  # type: ignore[arg-type]
+        return TableChange(
+            seat,
+            ChangeKind.REMOVED,
+            self.frame,
+            flower=Tile(t.value.label),  # type: ignore[union-attr]
+        )
