@@ -110,7 +110,7 @@ class FrameDecoder:
 
     def __init__(self) -> None:
         self._buf = bytearray()
-        #: frames that failed the header or CRC check since creation
+        #: frames that failed the header or CRC check (or were given up) since creation
         self.corrupt = 0
         #: bytes thrown away while looking for a frame
         self.discarded = 0
@@ -122,6 +122,22 @@ class FrameDecoder:
         """How many corrupt frames were seen since the last call (and reset that count)."""
         n, self._fresh_errors = self._fresh_errors, 0
         return n
+
+    @property
+    def partial(self) -> bool:
+        """True while bytes of an incomplete frame are waiting for the rest."""
+        return bool(self._buf)
+
+    def flush_stale(self) -> list[Frame]:
+        """Give up on the incomplete frame at the head of the buffer (call this when the line
+        has been idle for a while: a corrupted length byte would otherwise make the decoder
+        wait for bytes that are not coming). Counts as a corrupt frame; returns any valid
+        frames found in the rest of the buffer."""
+        if not self._buf:
+            return []
+        self._reject(1)
+        del self._buf[:1]
+        return self.feed(b"")
 
     def reset(self) -> None:
         """Forget any partial frame (after the port was reopened)."""
@@ -137,10 +153,12 @@ class FrameDecoder:
         while True:
             start = buf.find(SYNC, pos)
             if start < 0:
-                self.discarded += n - pos
+                if n > pos:
+                    self._noise(n - pos)
                 pos = n
                 break
-            self.discarded += start - pos
+            if start > pos:
+                self._noise(start - pos)
             pos = start
             if n - pos < HEADER_SIZE:
                 break
@@ -164,6 +182,11 @@ class FrameDecoder:
         del buf[:pos]
         self.frames += len(out)
         return out
+
+    def _noise(self, nbytes: int) -> None:
+        # bytes between frames: a clean line has none, so they are a corrupt frame's remains
+        self.discarded += nbytes
+        self._fresh_errors += 1
 
     def _reject(self, nbytes: int) -> None:
         self.corrupt += 1

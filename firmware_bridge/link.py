@@ -76,9 +76,6 @@ class _Tx:
         self.retransmitted = False
 
 
-_NAK_REPEAT = 0.002  # a receiver repeats a NAK for the same gap at most this often
-
-
 class LinkEndpoint:
     """One end of the link. ``initiator=True`` for the host (it starts link epochs).
 
@@ -110,7 +107,7 @@ class LinkEndpoint:
         self._rx_expected = 0
         self._ack_owed = False
         self._nak_owed = False
-        self._nak_last: tuple[int, float] = (-1, -1.0)
+        self._nak_gap = -1
         self._go_back = False
         self._srtt: float | None = None
         self._rttvar = 0.0
@@ -199,7 +196,7 @@ class LinkEndpoint:
         """A corrupt frame arrived: likely one of the peer's, so ask for a resend now."""
         self.stats.corrupt += 1
         if self.established:
-            self._request_nak(now)
+            self._nak_owed = True
 
     def on_frame(self, frame: Frame, now: float) -> list[Delivery]:
         """Process one received frame; returns what it delivers to the application."""
@@ -216,10 +213,7 @@ class LinkEndpoint:
         self._on_ack(frame.ack, now)
         if kind == FrameKind.NAK:
             self.stats.naks_received += 1
-            if self._unacked and self._unacked[0].seq == frame.ack:
-                holdoff = max(0.0002, 0.25 * (self._srtt or 0.0))
-                if now - self._unacked[0].sent_at >= holdoff:
-                    self._go_back = True
+            self._maybe_go_back(frame.ack, now)
             return []
         if kind != FrameKind.DATA:
             return []
@@ -230,19 +224,24 @@ class LinkEndpoint:
             self._ack_owed = True
             return [Delivery("data", frame.payload)]
         if gap < 128:
+            # one NAK per gap: the rest of the peer's window arriving behind the missing frame
+            # must not each trigger another resend of the whole window
             self.stats.out_of_order += 1
-            self._request_nak(now)
+            if self._nak_gap != self._rx_expected:
+                self._nak_gap = self._rx_expected
+                self._nak_owed = True
         else:
+            # the peer resent a frame we had: its timer fired, so it is missing what we sent
+            # it (its ack says what); resend that now rather than wait for our own timer
             self.stats.duplicates += 1
             self._ack_owed = True
+            self._maybe_go_back(frame.ack, now)
         return []
 
-    def _request_nak(self, now: float) -> None:
-        last_value, last_time = self._nak_last
-        if last_value == self._rx_expected and now - last_time < _NAK_REPEAT:
-            return
-        self._nak_last = (self._rx_expected, now)
-        self._nak_owed = True
+    def _maybe_go_back(self, ack: int, now: float) -> None:
+        """Resend from ``ack`` at once (several requests handled in one batch resend once)."""
+        if self._unacked and self._unacked[0].seq == ack:
+            self._go_back = True
 
     def _on_ack(self, ack: int, now: float) -> None:
         span = (self._tx_next - (self._unacked[0].seq if self._unacked else self._tx_next)) & 0xFF
@@ -310,7 +309,7 @@ class LinkEndpoint:
         self._rx_expected = 0
         self._ack_owed = False
         self._nak_owed = False
-        self._nak_last = (-1, -1.0)
+        self._nak_gap = -1
         self._go_back = False
         self._rtx_deadline = None
         self._rto = self._base_rto

@@ -148,3 +148,27 @@ def test_take_errors_counts_since_last_call() -> None:
     dec.feed(bytes(raw))
     assert dec.take_errors() >= 1
     assert dec.take_errors() == 0
+
+
+def test_a_corrupted_length_is_given_up_by_flush_stale() -> None:
+    good = encode_frame(FrameKind.DATA, 1, 0, 0, b"abc")
+    bad = bytearray(good)
+    bad[1] = 150  # the length now promises 150 bytes that will never come
+    dec = FrameDecoder()
+    assert dec.feed(bytes(bad)) == []
+    assert dec.partial
+    assert dec.flush_stale() == []
+    assert dec.take_errors() >= 1
+    # the frames that follow are found normally
+    assert dec.feed(good) == [Frame(FrameKind.DATA, 1, 0, 0, b"abc")]
+    assert dec.flush_stale() == []
+
+
+def test_noise_between_frames_counts_as_an_error() -> None:
+    dec = FrameDecoder()
+    good = encode_frame(FrameKind.ACK, 1, 0, 3)
+    dec.feed(good)
+    assert dec.take_errors() == 0
+    # a frame whose sync byte was hit leaves only noise behind
+    dec.feed(b"\x00" + good[1:])
+    assert dec.take_errors() == 1
