@@ -161,7 +161,7 @@ def test_honours_hua_variants(make_win, profile, text, hua):
 
 def test_count_hua_irregular_honours_counts_triples(make_win, shanghai):
     win = make_win("EEE SS WW NN CC F P +P")
-    items = count_hua(win.hand, 0, shanghai, None)
+    items = count_hua(win.hand, 0, shanghai)
     assert [(i.source, i.hua) for i in items] == [("wind pung (concealed)", 1)]
 
 

@@ -8,12 +8,12 @@ and a pass over the honours.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
-from controller.rules.tiles import NUM_KINDS, Tile, format_tiles
+from controller.rules.tiles import NUM_KINDS, TILES, Tile, format_tiles
 
 
 class SetKind(Enum):
@@ -102,15 +102,38 @@ def _suit_pair_sets(
     return tuple(out)
 
 
-@lru_cache(maxsize=1 << 16)
-def _suit_ok(pattern: tuple[int, ...]) -> bool:
-    """Whether the pattern divides into sets, plus one pair when its size is 2 mod 3."""
-    size = sum(pattern)
-    if size % 3 == 0:
-        return bool(_suit_sets(pattern))
-    if size % 3 == 2:
-        return bool(_suit_pair_sets(pattern))
-    return False
+_BAD = -100  # a group that cannot be divided: no sum of the others can reach 5
+
+
+class _GroupTable(dict):
+    """Suit pattern (nine counts) -> 1 if it divides into sets, 2 if into sets and one pair,
+    ``_BAD`` otherwise. Filled on first sight of each pattern."""
+
+    def __missing__(self, pattern: tuple[int, ...]) -> int:
+        size = sum(pattern)
+        if size % 3 == 0 and _suit_sets(pattern):
+            value = 1
+        elif size % 3 == 2 and _suit_pair_sets(pattern):
+            value = 2
+        else:
+            value = _BAD
+        self[pattern] = value
+        return value
+
+
+class _HonourTable(dict):
+    """Honour counts (seven) -> 1 if all pungs, 2 if pungs and one pair, ``_BAD`` otherwise."""
+
+    def __missing__(self, pattern: tuple[int, ...]) -> int:
+        pairs = sum(1 for c in pattern if c == 2)
+        ok = all(c in (0, 2, 3) for c in pattern) and pairs <= 1
+        value = (2 if pairs else 1) if ok else _BAD
+        self[pattern] = value
+        return value
+
+
+_SUIT_TABLE = _GroupTable()
+_HONOUR_TABLE = _HonourTable()
 
 
 # -- whole hands ---------------------------------------------------------------------------
@@ -119,37 +142,21 @@ def _suit_ok(pattern: tuple[int, ...]) -> bool:
 def is_standard(counts: Sequence[int]) -> bool:
     """Whether concealed tiles divide into sets and exactly one pair.
 
-    ``counts`` is a 34-entry count array whose total is 2 mod 3 (14, 11, 8, 5 or 2 tiles: the
-    concealed part of a complete hand, the melds being sets already).
+    ``counts`` is a 34-entry count array (the concealed part of a complete hand: 14, 11, 8, 5
+    or 2 tiles; the melds are sets already). Each group (three suits, the honours) is looked
+    up in a table: 1 for sets only, 2 for sets and a pair; exactly one pair makes the sum 5.
     """
-    pairs = 0
-    for start in (0, 9, 18):
-        pattern = tuple(counts[start : start + 9])
-        size = sum(pattern)
-        if size:
-            rem = size % 3
-            if rem == 1 or not _suit_ok(pattern):
-                return False
-            if rem == 2:
-                pairs += 1
-    for i in range(27, 34):
-        c = counts[i]
-        if c == 2:
-            pairs += 1
-        elif c and c != 3:
-            return False
-    return pairs == 1
+    c = counts if type(counts) is tuple else tuple(counts)
+    return (
+        _SUIT_TABLE[c[0:9]] + _SUIT_TABLE[c[9:18]] + _SUIT_TABLE[c[18:27]] + _HONOUR_TABLE[c[27:34]]
+        == 5
+    )
 
 
 def is_all_pungs(counts: Sequence[int]) -> bool:
     """Whether concealed tiles are all pungs and one pair (the shape of 碰碰胡)."""
-    pairs = 0
-    for c in counts:
-        if c == 2:
-            pairs += 1
-        elif c and c != 3:
-            return False
-    return pairs == 1
+    c = counts if type(counts) is tuple else tuple(counts)
+    return c.count(2) == 1 and not c.count(1) and not c.count(4)
 
 
 def is_all_honours(counts: Sequence[int]) -> bool:
@@ -159,6 +166,72 @@ def is_all_honours(counts: Sequence[int]) -> bool:
 
 def readings(counts: Sequence[int]) -> list[Reading]:
     """Every division of concealed tiles into sets and one pair (empty if there is none)."""
+    return list(iter_readings(counts))
+
+
+def reading_text(counts: Sequence[int], *, all_pungs: bool = False) -> tuple[str, ...] | None:
+    """The sets and pair of :func:`first_reading` written in the notation, or None. Built
+    from per-suit texts that are memoised, as scoring shows a reading for every win."""
+    c = counts if type(counts) is tuple else tuple(counts)
+    sets: list[str] = []
+    pair: str | None = None
+    for start in (0, 9, 18):
+        pattern = c[start : start + 9]
+        if not any(pattern):
+            continue
+        found = _suit_text(pattern, start, all_pungs)
+        if found is None:
+            return None
+        group_sets, group_pair = found
+        sets.extend(group_sets)
+        if group_pair is not None:
+            if pair is not None:
+                return None
+            pair = group_pair
+    for t in range(27, 34):
+        n = c[t]
+        if n == 3:
+            sets.append(format_tiles((t, t, t)))
+        elif n == 2 and pair is None:
+            pair = format_tiles((t, t))
+        elif n:
+            return None
+    if pair is None:
+        return None
+    return (*sets, pair)
+
+
+@lru_cache(maxsize=1 << 14)
+def _suit_text(
+    pattern: tuple[int, ...], start: int, all_pungs: bool
+) -> tuple[tuple[str, ...], str | None] | None:
+    size = sum(pattern)
+    if size % 3 == 0:
+        options = [(None, sets) for sets in _suit_sets(pattern)]
+    elif size % 3 == 2:
+        options = list(_suit_pair_sets(pattern))
+    else:
+        return None
+    for pair, sets in options:
+        if all_pungs and any(kind == 0 for kind, _ in sets):
+            continue
+        texts = tuple(str(s) for s in _sets(start, sets))
+        return texts, None if pair is None else format_tiles((start + pair,) * 2)
+    return None
+
+
+def first_reading(counts: Sequence[int], *, all_pungs: bool = False) -> Reading | None:
+    """One division of concealed tiles into sets and a pair (all pungs if asked), or None."""
+    if all_pungs:
+        if not is_all_pungs(counts):
+            return None
+        sets = tuple(ConcealedSet(SetKind.PUNG, TILES[t]) for t, c in enumerate(counts) if c == 3)
+        return Reading(next(TILES[t] for t, c in enumerate(counts) if c == 2), sets)
+    return next(iter_readings(counts), None)
+
+
+def iter_readings(counts: Sequence[int]) -> Iterator[Reading]:
+    """The divisions of concealed tiles into sets and one pair, one at a time."""
     if len(counts) != NUM_KINDS:
         raise ValueError("a count array has 34 entries")
     honour_sets: list[ConcealedSet] = []
@@ -166,13 +239,13 @@ def readings(counts: Sequence[int]) -> list[Reading]:
     for i in range(27, 34):
         c = counts[i]
         if c == 3:
-            honour_sets.append(ConcealedSet(SetKind.PUNG, Tile(i)))
+            honour_sets.append(ConcealedSet(SetKind.PUNG, TILES[i]))
         elif c == 2:
             if honour_pair is not None:
-                return []
-            honour_pair = Tile(i)
+                return
+            honour_pair = TILES[i]
         elif c:
-            return []
+            return
     # Per suit: the options as (pair or None, sets).
     options: list[list[tuple[Tile | None, tuple[ConcealedSet, ...]]]] = []
     for start in (0, 9, 18):
@@ -183,31 +256,30 @@ def readings(counts: Sequence[int]) -> list[Reading]:
         if size % 3 == 0:
             opts = [(None, _sets(start, s)) for s in _suit_sets(pattern)]
         elif size % 3 == 2:
-            opts = [(Tile(start + p), _sets(start, s)) for p, s in _suit_pair_sets(pattern)]
+            opts = [(TILES[start + p], _sets(start, s)) for p, s in _suit_pair_sets(pattern)]
         else:
-            return []
+            return
         if not opts:
-            return []
+            return
         options.append(opts)
-    out: list[Reading] = []
+    honours = tuple(honour_sets)
 
-    def combine(k: int, pair: Tile | None, sets: tuple[ConcealedSet, ...]) -> None:
+    def combine(k: int, pair: Tile | None, sets: tuple[ConcealedSet, ...]) -> Iterator[Reading]:
         if k == len(options):
             if pair is not None:
-                out.append(Reading(pair, sets + tuple(honour_sets)))
+                yield Reading(pair, sets + honours)
             return
         for p, s in options[k]:
             if p is not None and pair is not None:
                 continue
-            combine(k + 1, pair if p is None else p, sets + s)
+            yield from combine(k + 1, pair if p is None else p, sets + s)
 
-    combine(0, honour_pair, ())
-    return out
+    yield from combine(0, honour_pair, ())
 
 
 def _sets(start: int, sets: tuple[tuple[int, int], ...]) -> tuple[ConcealedSet, ...]:
     return tuple(
-        ConcealedSet(SetKind.PUNG if kind else SetKind.CHOW, Tile(start + off))
+        ConcealedSet(SetKind.PUNG if kind else SetKind.CHOW, TILES[start + off])
         for kind, off in sets
     )
 

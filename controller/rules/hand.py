@@ -40,6 +40,8 @@ class Hand:
     flowers: tuple[Tile, ...] = ()
     winning_tile: Tile | None = None
     _counts: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _concealed: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _no_claims: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         concealed = tuple(sorted(Tile(t) for t in self.concealed))
@@ -78,6 +80,13 @@ class Hand:
                 f"there are only four {t.code} ({t.chinese}) in the set, this hand has {counts[t]}"
             )
         object.__setattr__(self, "_counts", tuple(counts))
+        hidden = [0] * NUM_KINDS
+        for t in concealed:
+            hidden[t] += 1
+        if winning is not None:
+            hidden[winning] += 1
+        object.__setattr__(self, "_concealed", tuple(hidden))
+        object.__setattr__(self, "_no_claims", all(m.is_concealed for m in melds))
 
     # -- construction ---------------------------------------------------------------
     @classmethod
@@ -136,19 +145,18 @@ class Hand:
         """Count array of every playing tile: concealed, melds and the winning tile."""
         return self._counts
 
-    def concealed_counts(self, *, with_winning_tile: bool = True) -> list[int]:
+    def concealed_counts(self, *, with_winning_tile: bool = True) -> tuple[int, ...]:
         """Count array of the concealed tiles (and the winning tile unless told not to)."""
-        counts = [0] * NUM_KINDS
-        for t in self.concealed:
-            counts[t] += 1
-        if with_winning_tile and self.winning_tile is not None:
-            counts[self.winning_tile] += 1
-        return counts
+        if with_winning_tile or self.winning_tile is None:
+            return self._concealed
+        counts = list(self._concealed)
+        counts[self.winning_tile] -= 1
+        return tuple(counts)
 
     @property
     def is_concealed(self) -> bool:
         """No 吃, 碰 or exposed kong: the condition of 门清 (concealed kongs allowed)."""
-        return all(m.is_concealed for m in self.melds)
+        return self._no_claims
 
     def check_size(self, *, complete: bool) -> None:
         """Check the number of concealed tiles: ``13 - 3 x melds`` without the winning tile

@@ -6,7 +6,7 @@ hand, and its 花 depend on how it was made.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from controller.rules.errors import HandError
@@ -42,6 +42,21 @@ _MELD_NOTATION = {
 }
 
 
+_HOW = {
+    MeldKind.PUNG: "pung",
+    MeldKind.KONG: "kong",
+    MeldKind.ADDED_KONG: "added kong",
+    MeldKind.CONCEALED_KONG: "concealed kong",
+}
+
+
+def _hua_source(kind: MeldKind, tile: Tile) -> str | None:
+    if kind is MeldKind.CHOW or (tile.is_number and kind is MeldKind.PUNG):
+        return None
+    group = "suit" if tile.is_number else ("wind" if tile.is_wind else "dragon")
+    return f"{group} {_HOW[kind]}"
+
+
 @dataclass(frozen=True, slots=True)
 class Meld:
     """One meld. ``source`` is the seat (0-3) whose discard was claimed for it; for an added
@@ -54,6 +69,9 @@ class Meld:
     kind: MeldKind
     tiles: tuple[Tile, ...]
     source: int | None = None
+    # Derived once, read by scoring for every win: the notation, and the 花 source it is.
+    _text: str = field(init=False, repr=False, compare=False)
+    _hua_source: str | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         kind = MeldKind(self.kind)
@@ -85,6 +103,14 @@ class Meld:
             or not 0 <= self.source < SEATS
         ):
             raise HandError(f"the seat a meld was claimed from is 0-3, not {self.source!r}")
+
+        text = format_tiles(tiles) + _MELD_NOTATION[kind]
+        if self.source is not None:
+            text += f"<{self.source}"
+        elif kind is not MeldKind.CONCEALED_KONG:
+            text += "<?"
+        object.__setattr__(self, "_text", f"[{text}]")
+        object.__setattr__(self, "_hua_source", _hua_source(kind, tiles[0]))
 
     @classmethod
     def of(
@@ -125,12 +151,13 @@ class Meld:
 
     def notation(self) -> str:
         """``[EEE<1]``, ``[123m<3]``, ``[5555p+<2]`` (added kong), ``[FFFF]`` (concealed)."""
-        text = format_tiles(self.tiles) + _MELD_NOTATION[self.kind]
-        if self.source is not None:
-            text += f"<{self.source}"
-        elif self.kind is not MeldKind.CONCEALED_KONG:
-            text += "<?"
-        return f"[{text}]"
+        return self._text
+
+    @property
+    def hua_source(self) -> str | None:
+        """What the meld is as a source of 花 (``"wind pung"``, ``"suit concealed kong"`` …;
+        the keys of a profile's 花 table), or None for a chow or a suit pung."""
+        return self._hua_source
 
     def __str__(self) -> str:
         return self.notation()

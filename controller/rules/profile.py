@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from controller.rules.errors import ProfileError
@@ -122,6 +122,21 @@ class Hua:
     honours_by_count: bool
     wind_by_count: tuple[int, ...]
     dragon_by_count: tuple[int, ...]
+    table: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # 花 by meld source, as ``Meld.hua_source`` names them: scoring looks melds up here.
+        table = {
+            "suit kong": self.suit_kong_exposed,
+            "suit added kong": self.suit_kong_exposed,
+            "suit concealed kong": self.suit_kong_concealed,
+        }
+        for group in ("wind", "dragon"):
+            table[f"{group} pung"] = getattr(self, f"{group}_pung")
+            table[f"{group} kong"] = getattr(self, f"{group}_kong_exposed")
+            table[f"{group} added kong"] = getattr(self, f"{group}_kong_exposed")
+            table[f"{group} concealed kong"] = getattr(self, f"{group}_kong_concealed")
+        object.__setattr__(self, "table", table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +354,8 @@ class Profile:
             obj = getattr(self, section)
             sec = {}
             for f in fields(obj):
+                if not f.init:
+                    continue
                 v = getattr(obj, f.name)
                 if section == "hands" and v is None:
                     v = False

@@ -8,7 +8,7 @@ from typing import Any
 from controller.rules.settlement import Settlement, WinResult
 
 
-def money(x: Fraction) -> int | float:
+def money(x: Fraction | int) -> int | float:
     """An amount for JSON: a whole number when it is one."""
     return int(x) if x.denominator == 1 else float(x)
 
@@ -139,7 +139,7 @@ def format_settlement(s: Settlement) -> str:
     return "\n".join(lines)
 
 
-def _fmt(x: Fraction) -> str:
+def _fmt(x: Fraction | int) -> str:
     v = money(x)
     return f"{v:g}" if isinstance(v, float) else str(v)
 

@@ -10,21 +10,19 @@ own cap; 开宝 and 荒番 each double the value and the cap with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from controller.rules.analysis import (
-    Reading,
     is_all_honours,
     is_all_pungs,
     is_standard,
-    readings,
+    reading_text,
 )
 from controller.rules.hand import Hand
-from controller.rules.melds import MeldKind
-from controller.rules.profile import FLOWERS, Profile
+from controller.rules.profile import FLOWERS, Bonuses, Profile
 from controller.rules.table import dice_huangfan, kaibao
-from controller.rules.tiles import Tile, format_tiles
+from controller.rules.tiles import HONOURS, Tile, format_tiles, tiles_of
 from controller.rules.win import Win, WinType
 
 
@@ -54,9 +52,10 @@ class HandType(StrEnum):
     @property
     def is_special(self) -> bool:
         """Whole-hand wins (八花齐, 天胡, 地胡) that take no 门清, 杠开 or 大吊车."""
-        return self in (HandType.BAHUA, HandType.TIANHU, HandType.DIHU)
+        return self in _SPECIAL
 
 
+_SPECIAL = frozenset({HandType.BAHUA, HandType.TIANHU, HandType.DIHU})
 _HAND_NAMES = {
     HandType.PENGPENG: ("碰碰胡", "all pungs"),
     HandType.HUNYISE: ("混一色", "one suit and honours"),
@@ -72,8 +71,7 @@ _HAND_NAMES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class HuaItem:
+class HuaItem(NamedTuple):
     """One source of 花: what it is, the tiles, and the 花 it gives."""
 
     source: str
@@ -81,8 +79,7 @@ class HuaItem:
     hua: int
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """One step of the working: the rule, what it did, and the value after it."""
 
     rule: str
@@ -90,8 +87,7 @@ class Step:
     value: int
 
 
-@dataclass(frozen=True, slots=True)
-class Score:
+class Score(NamedTuple):
     """The value of a valid win, with its working. ``value`` is what one normal payer owes, in
     stake units; ``cap`` is the most the hand could have reached after the steps."""
 
@@ -106,8 +102,7 @@ class Score:
     doublers: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Refusal:
+class Refusal(NamedTuple):
     """Why a claimed win is not a win."""
 
     reason: str
@@ -116,116 +111,89 @@ class Refusal:
 # -- 花 -----------------------------------------------------------------------------------------
 
 
-def count_hua(hand: Hand, flowers: int, profile: Profile, reading: Reading | None) -> list[HuaItem]:
+_CONCEALED_HONOUR_PUNGS = tuple(
+    (t, "wind pung (concealed)" if t.is_wind else "dragon pung (concealed)", t.code * 3)
+    for t in HONOURS
+)
+
+
+def count_hua(hand: Hand, flowers: int, profile: Profile) -> list[HuaItem]:
     """Every source of 花 in a hand, per the profile's table.
 
-    Concealed honour pungs are read from ``reading``; without one (the irregular all-honours
-    shape), any three or four alike among the concealed tiles count as a pung.
+    Three alike among the concealed tiles (the winning tile included) count as a pung: in a
+    hand of sets and a pair an honour held three times can only be a pung, and the irregular
+    all-honours shape is read the same way.
     """
     hua = profile.hua
+    table = hua.table
     items: list[HuaItem] = []
     if flowers:
         named = "".join(f.chinese for f in hand.flowers) or f"{flowers} flower(s)"
         items.append(HuaItem("flowers", named, flowers * hua.flower))
+    by_count = hua.honours_by_count
     for m in hand.melds:
-        t = m.tile
-        if not m.is_kong and (t.is_number or hua.honours_by_count):
+        source = m.hua_source
+        if source is None or (by_count and m.tiles[0] >= 27):
             continue
-        if m.kind is MeldKind.CHOW:
-            continue
-        concealed = m.is_concealed
-        how = (
-            "concealed kong"
-            if concealed
-            else ("added kong" if m.kind is MeldKind.ADDED_KONG else "kong")
-        )
-        if t.is_number:
-            value = hua.suit_kong_concealed if concealed else hua.suit_kong_exposed
-            items.append(HuaItem(f"suit {how}", format_tiles(m.tiles), value))
-        elif hua.honours_by_count:
-            continue
-        elif t.is_wind:
-            if m.is_kong:
-                value = hua.wind_kong_concealed if concealed else hua.wind_kong_exposed
-                items.append(HuaItem(f"wind {how}", format_tiles(m.tiles), value))
-            else:
-                items.append(HuaItem("wind pung", format_tiles(m.tiles), hua.wind_pung))
-        else:
-            if m.is_kong:
-                value = hua.dragon_kong_concealed if concealed else hua.dragon_kong_exposed
-                items.append(HuaItem(f"dragon {how}", format_tiles(m.tiles), value))
-            else:
-                items.append(HuaItem("dragon pung", format_tiles(m.tiles), hua.dragon_pung))
-    if hua.honours_by_count:
-        for t in range(27, 34):
-            held = hand.counts[t]
-            if not held:
-                continue
-            tile = Tile(t)
-            table = hua.wind_by_count if tile.is_wind else hua.dragon_by_count
-            if table[held]:
-                kind = "wind" if tile.is_wind else "dragon"
-                items.append(HuaItem(f"{kind} x{held} held", tile.code * held, table[held]))
-        return items
+        items.append(HuaItem(source, format_tiles(m.tiles), table[source]))
+    if by_count:
+        counts = hand.counts
+        for t in HONOURS:
+            held = counts[t]
+            by = hua.wind_by_count if t < 31 else hua.dragon_by_count
+            if held and by[held]:
+                kind = "wind" if t < 31 else "dragon"
+                items.append(HuaItem(f"{kind} x{held} held", t.code * held, by[held]))
+        return [i for i in items if i.hua]
     concealed = hand.concealed_counts()
-    if reading is not None:
-        pungs = [s.tile for s in reading.sets if s.tile.is_honour and s.tiles[0] == s.tiles[1]]
-    else:
-        pungs = [Tile(t) for t in range(27, 34) if concealed[t] >= 3]
-    for t in pungs:
-        if t.is_wind:
-            items.append(HuaItem("wind pung (concealed)", t.code * 3, hua.wind_pung))
-        else:
-            items.append(HuaItem("dragon pung (concealed)", t.code * 3, hua.dragon_pung))
+    for t, source, tiles in _CONCEALED_HONOUR_PUNGS:
+        if concealed[t] >= 3:
+            items.append(HuaItem(source, tiles, hua.wind_pung if t < 31 else hua.dragon_pung))
     return [i for i in items if i.hua]
 
 
 # -- hand types --------------------------------------------------------------------------------
 
 
-def _shape_candidates(hand: Hand) -> list[tuple[HandType, Reading | None]]:
+def _shape_candidates(hand: Hand) -> list[tuple[HandType, bool]]:
     """Every hand type the tiles qualify for by their shape alone (before the profile says
-    what may win), each with the reading that makes it."""
+    what may win), each with whether it is read as all pungs."""
     concealed = hand.concealed_counts()
-    standard = is_standard(concealed)
-    pungs = standard and is_all_pungs(concealed) and all(m.is_pung_or_kong for m in hand.melds)
+    out: list[tuple[HandType, bool]] = []
     all_counts = hand.counts
-    suits = {s for s in range(3) if any(all_counts[s * 9 : s * 9 + 9])}
+    suits = sum(1 for s in (0, 9, 18) if any(all_counts[s : s + 9]))
     honours = any(all_counts[27:34])
-    out: list[tuple[HandType, Reading | None]] = []
-    every = readings(concealed) if standard else []
-    pung_reading = next((r for r in every if r.all_pungs), None)
-    any_reading = every[0] if every else None
+    standard = is_standard(concealed)
     if standard:
-        out.append((HandType.PINGHU, any_reading))
-    if pungs:
-        out.append((HandType.PENGPENG, pung_reading))
-    if len(suits) == 1:
-        if standard:
-            out.append((HandType.QINGYISE if not honours else HandType.HUNYISE, any_reading))
+        pungs = is_all_pungs(concealed) and all(m.is_pung_or_kong for m in hand.melds)
+        out.append((HandType.PINGHU, False))
         if pungs:
-            out.append((HandType.QINGPENG if not honours else HandType.HUNPENG, pung_reading))
+            out.append((HandType.PENGPENG, True))
+        if suits == 1:
+            out.append((HandType.HUNYISE if honours else HandType.QINGYISE, False))
+            if pungs:
+                out.append((HandType.HUNPENG if honours else HandType.QINGPENG, True))
+    else:
+        pungs = False
     if not suits:
-        out.append((HandType.FENGYISE, any_reading))
+        out.append((HandType.FENGYISE, False))
         if pungs:
-            out.append((HandType.FENGPENG, pung_reading))
+            out.append((HandType.FENGPENG, True))
     return out
 
 
-def _candidates(win: Win) -> list[tuple[HandType, Reading | None]]:
+def _candidates(win: Win) -> list[tuple[HandType, bool]]:
     """The shape candidates, and 天胡 / 地胡 when the win came in the first go-round."""
     out = _shape_candidates(win.hand)
     if win.first_turn and out and win.dealer is not None:
-        reading = out[0][1]
         if win.winner == win.dealer and win.how is WinType.SELF_DRAW:
-            out.append((HandType.TIANHU, reading))
+            out.append((HandType.TIANHU, False))
         elif win.winner != win.dealer:
-            out.append((HandType.DIHU, reading))
+            out.append((HandType.DIHU, False))
     return out
 
 
-def _is_gangkai(win: Win, profile: Profile) -> bool:
-    b = profile.bonuses
+def _is_gangkai(win: Win, b: Bonuses) -> bool:
     if win.how is WinType.SELF_DRAW:
         return win.after_kong or (win.after_flower and b.gangkai_after_flower)
     if b.gangkai_on_others_kong:
@@ -248,48 +216,55 @@ def huangfan_in_effect(win: Win, profile: Profile) -> int:
     return h
 
 
+# A value is worked out as a list of events, cheap to build for every candidate hand type;
+# only the winning candidate's events are written out as Steps.
+_Event = tuple[str, str, int, int]  # (kind, rule name, parameter, value after)
+
+
 def _value(
     hand_type: HandType, win: Win, profile: Profile, hua_total: int
-) -> tuple[int, int, int, list[Step], list[str]]:
-    """(base, cap, value, steps, doublers) of one candidate hand type."""
+) -> tuple[int, int, int, list[_Event], list[str]]:
+    """(base, cap, value, events, doublers) of one candidate hand type."""
     units = profile.units
     lezi = units.lezi
-    setting = getattr(profile.hands, hand_type.value)
-    steps: list[Step] = []
+    setting = getattr(profile.hands, hand_type)
+    name = _HAND_NAMES[hand_type][0]
     if setting == FLOWERS:
         raw = units.base + units.flower * hua_total
         cap = profile.hands.flower_hand_cap * lezi
         v = min(raw, cap)
-        steps.append(Step(hand_type.chinese, f"底 {units.base} + {hua_total} 花 = {raw}", raw))
+        events: list[_Event] = [("flowers", name, hua_total, raw)]
         if raw > cap:
-            steps.append(Step("勒子", f"capped at {cap // lezi} 勒子", v))
+            events.append(("cap", "勒子", cap // lezi, v))
     else:
-        v = cap = int(setting) * lezi
-        steps.append(Step(hand_type.chinese, f"{setting} 勒子", v))
+        v = cap = setting * lezi
+        events = [("fixed", name, setting, v)]
     base = v
     multiplier = 1
     doublers: list[str] = []
     b = profile.bonuses
-    if not hand_type.is_special:
+    hand = win.hand
+    if hand_type not in _SPECIAL:
         raises = []
-        if _is_gangkai(win, profile):
+        if _is_gangkai(win, b):
             raises.append(("杠开", b.gangkai))
-        if is_dadiaoche(win.hand):
+        if is_dadiaoche(hand):
             raises.append(("大吊车", b.dadiaoche))
-        for name, mode in raises:
+        for rule, mode in raises:
             if mode == "raise":
                 floor = b.raise_to * lezi
                 if v < floor:
                     v = floor
                     cap = max(cap, floor)
-                    steps.append(Step(name, f"raised to {b.raise_to} 勒子", v))
+                    events.append(("raise", rule, b.raise_to, v))
                 else:
-                    steps.append(Step(name, f"already {b.raise_to} 勒子 or more: no change", v))
+                    events.append(("raise_noop", rule, b.raise_to, v))
             elif mode == "double":
                 multiplier *= 2
-                doublers.append(name)
-        if win.hand.is_concealed and b.menqing != "none":
-            if b.menqing == "double":
+                doublers.append(rule)
+        menqing = b.menqing
+        if menqing != "none" and hand.is_concealed:
+            if menqing == "double":
                 multiplier *= 2
                 doublers.append("门清")
             else:
@@ -297,40 +272,72 @@ def _value(
                 if v < top:
                     v = min(2 * v, top)
                     cap = max(cap, top)
-                    steps.append(Step("门清", f"x2, up to {b.menqing_cap} 勒子", v))
+                    events.append(("menqing", "门清", b.menqing_cap, v))
                 else:
-                    steps.append(
-                        Step("门清", f"already {b.menqing_cap} 勒子 or more: no change", v)
-                    )
-    if kaibao(win.dice, profile):
+                    events.append(("menqing_noop", "门清", b.menqing_cap, v))
+    if win.dice is not None and kaibao(win.dice, profile):
         multiplier *= 2
         doublers.append("开宝")
     if huangfan_in_effect(win, profile) > 0:
         multiplier *= 2
         doublers.append("荒番")
+    value = v * multiplier
     if multiplier > 1:
-        value = v * multiplier
-        steps.append(Step(" ".join(doublers), f"x{multiplier}, cap with it", value))
+        events.append(("double", " ".join(doublers), multiplier, value))
         cap *= multiplier
-    else:
-        value = v
-    return base, cap, value, steps, doublers
+    return base, cap, value, events, doublers
+
+
+_STEP_TEXT = {
+    "flowers": "底 {base} + {p} 花 = {raw}",
+    "cap": "capped at {p} 勒子",
+    "fixed": "{p} 勒子",
+    "raise": "raised to {p} 勒子",
+    "raise_noop": "already {p} 勒子 or more: no change",
+    "menqing": "x2, up to {p} 勒子",
+    "menqing_noop": "already {p} 勒子 or more: no change",
+    "double": "x{p}, cap with it",
+}
+
+
+def _steps(events: list[_Event], profile: Profile) -> tuple[Step, ...]:
+    base = profile.units.base
+    return tuple(
+        Step(rule, _STEP_TEXT[kind].format(p=p, base=base, raw=value), value)
+        for kind, rule, p, value in events
+    )
+
+
+def _base_value(hand_type: HandType, profile: Profile, hua_total: int) -> int:
+    """A hand type's value before raises and doublers (step 1 of the working)."""
+    setting = getattr(profile.hands, hand_type)
+    units = profile.units
+    if setting == FLOWERS:
+        return min(
+            units.base + units.flower * hua_total, profile.hands.flower_hand_cap * units.lezi
+        )
+    return int(setting) * units.lezi
 
 
 def score_win(win: Win, profile: Profile) -> Score | Refusal:
     """Score one win under a profile: its :class:`Score`, or the :class:`Refusal` saying why
-    it is not a win."""
+    it is not a win.
+
+    Where the tiles qualify for several hand types, the one worth most counts. The later
+    steps (raises, 门清, doublers) are the same rising function of the base value for every
+    ordinary hand type, so the best of those is the one with the highest base value (the more
+    specific on a tie); whole-hand wins (天胡, 地胡) are worked out in full and compared.
+    """
     play = profile.play
     if win.how is WinType.EIGHT_FLOWERS:
         if not play.eight_flowers or profile.hands.bahua is None:
             return Refusal(f"八花齐 does not win in the {profile.name} profile")
         if win.flowers != 8:
             return Refusal(f"八花齐 needs all eight flowers, not {win.flowers}")
-        hua = count_hua(win.hand, win.flowers, profile, None)[:1]
-        base, cap, value, steps, doublers = _value(HandType.BAHUA, win, profile, 8)
-        return Score(
-            HandType.BAHUA, (), tuple(hua), 8, base, cap, tuple(steps), value, tuple(doublers)
-        )
+        hua = count_hua(win.hand, win.flowers, profile)[:1]
+        base, cap, value, events, doublers = _value(HandType.BAHUA, win, profile, 8)
+        steps = _steps(events, profile)
+        return Score(HandType.BAHUA, (), tuple(hua), 8, base, cap, steps, value, tuple(doublers))
     if play.ready_declaration and not win.declared_ready:
         return Refusal("敲麻: a player must declare ready before winning")
     if (
@@ -340,31 +347,48 @@ def score_win(win: Win, profile: Profile) -> Score | Refusal:
     ):
         tile = win.hand.winning_tile.code
         return Refusal(f"漏胡: {tile} was passed on since the winner's last draw or claim")
-    best: tuple[tuple[int, int], Score] | None = None
-    for rank, (hand_type, reading) in enumerate(_candidates(win)):
-        if getattr(profile.hands, hand_type.value) is None:
-            continue
-        items = count_hua(win.hand, win.flowers, profile, reading)
-        total = sum(i.hua for i in items)
-        base, cap, value, steps, doublers = _value(hand_type, win, profile, total)
-        shown = _reading_text(win.hand, reading)
-        score = Score(
-            hand_type, shown, tuple(items), total, base, cap, tuple(steps), value, tuple(doublers)
-        )
-        key = (value, rank)
-        if best is None or key > best[0]:
-            best = (key, score)
-    if best is None:
+    hands = profile.hands
+    allowed = [c for c in _candidates(win) if getattr(hands, c[0]) is not None]
+    if not allowed:
         return Refusal(_why_not(win, profile))
-    return best[1]
+    items = count_hua(win.hand, win.flowers, profile)
+    total = sum(i.hua for i in items)
+    ordinary = [c for c in allowed if c[0] not in _SPECIAL]
+    finalists = [c for c in allowed if c[0] in _SPECIAL]
+    if ordinary:
+        finalists.append(
+            max(ordinary, key=lambda c: (_base_value(c[0], profile, total), ordinary.index(c)))
+        )
+    best = None
+    for hand_type, pungs in finalists:
+        worked = _value(hand_type, win, profile, total)
+        rank = allowed.index((hand_type, pungs))
+        if best is None or (worked[2], rank) > (best[0][2], best[2]):
+            best = (worked, hand_type, rank, pungs)
+    assert best is not None
+    (base, cap, value, events, doublers), hand_type, _, pungs = best
+    return Score(
+        hand_type,
+        _reading_text(win.hand, pungs),
+        tuple(items),
+        total,
+        base,
+        cap,
+        _steps(events, profile),
+        value,
+        tuple(doublers),
+    )
 
 
-def _reading_text(hand: Hand, reading: Reading | None) -> tuple[str, ...]:
+def _reading_text(hand: Hand, pungs: bool) -> tuple[str, ...]:
+    """The reading scored: its sets and pair (all pungs when the hand type needs them), then
+    the melds; an irregular all-honours hand is shown as its tiles."""
     melds = tuple(m.notation() for m in hand.melds)
-    if reading is None:
-        tiles = [*hand.concealed, *([] if hand.winning_tile is None else [hand.winning_tile])]
-        return (format_tiles(sorted(tiles)), *melds)
-    return (*reading.describe(), *melds)
+    counts = hand.concealed_counts()
+    shown = reading_text(counts, all_pungs=pungs)
+    if shown is None:
+        return (format_tiles(tiles_of(counts)), *melds)
+    return (*shown, *melds)
 
 
 def _why_not(win: Win, profile: Profile) -> str:

@@ -9,8 +9,8 @@ dealer and the 荒番 counter for the next hand.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 from controller.rules.errors import WinInputError
 from controller.rules.melds import SEATS
@@ -20,19 +20,17 @@ from controller.rules.table import huangfan_after, next_dealer
 from controller.rules.win import Win, WinType
 
 
-@dataclass(frozen=True, slots=True)
-class Payment:
+class Payment(NamedTuple):
     """``payer`` pays ``payee`` ``amount`` (``shares`` x value x stake), for ``reason``."""
 
     payer: int
     payee: int
     shares: int
-    amount: Fraction
+    amount: Fraction | int
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class WinResult:
+class WinResult(NamedTuple):
     """One win's outcome: its score (None when refused, with ``refusal`` saying why), the
     partners it is bound to, and its payments."""
 
@@ -47,13 +45,12 @@ class WinResult:
         return self.score is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Settlement:
+class Settlement(NamedTuple):
     """The settlement of one hand's wins."""
 
     profile: str
     results: tuple[WinResult, ...]
-    totals: tuple[Fraction, ...]
+    totals: tuple[Fraction | int, ...]
     cap_note: str | None
     next_dealer: int | None
     huangfan_next: int
@@ -145,7 +142,9 @@ def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
         raise WinInputError("no win to settle")
     if len(wins) > 1:
         _check_together(wins, profile)
+    # Whole stakes keep to int arithmetic (the common case, and much faster than Fraction).
     stake = wins[0].stake
+    stake = int(stake) if stake.denominator == 1 else stake
     results: list[WinResult] = []
     winners = [w.winner for w in wins]
     for win in wins:
@@ -165,7 +164,7 @@ def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
                 payments.append(Payment(payer, win.winner, shares, amount, reason))
         results.append(WinResult(win, outcome, None, tuple(sorted(partners)), tuple(payments)))
     cap_note = _apply_payer_cap(results, profile, stake)
-    totals = [Fraction(0)] * SEATS
+    totals: list[Fraction | int] = [0] * SEATS
     for r in results:
         for p in r.payments:
             totals[p.payer] -= p.amount
@@ -180,14 +179,16 @@ def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
     return Settlement(profile.name, tuple(results), tuple(totals), cap_note, nd, h_next)
 
 
-def _apply_payer_cap(results: list[WinResult], profile: Profile, stake: Fraction) -> str | None:
+def _apply_payer_cap(
+    results: list[WinResult], profile: Profile, stake: Fraction | int
+) -> str | None:
     """The house cap on what one player pays in one hand: a payer over it pays each winner
     in proportion, the total cut to the cap."""
     cap_lezi = profile.payments.payer_cap
     if not cap_lezi:
         return None
-    cap = cap_lezi * profile.units.lezi * stake
-    owed = [Fraction(0)] * SEATS
+    cap = Fraction(cap_lezi * profile.units.lezi * stake)
+    owed: list[Fraction | int] = [0] * SEATS
     for r in results:
         for p in r.payments:
             owed[p.payer] += p.amount

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from enum import IntEnum
+from functools import lru_cache
 
 from controller.rules.errors import HandError
 
@@ -179,7 +180,9 @@ for _t in Tile:
         _CODES[_t] = f"{_t - 33}f"
         _CHINESE[_t] = _FLOWER_CHINESE[_t - 34]
 
-FLOWERS: tuple[Tile, ...] = tuple(Tile(i) for i in range(34, 42))
+TILES: tuple[Tile, ...] = tuple(Tile)
+"""Every tile face by index: ``TILES[i]`` is ``Tile(i)``, without the enum call's cost."""
+FLOWERS: tuple[Tile, ...] = TILES[34:42]
 HONOURS: tuple[Tile, ...] = tuple(Tile(i) for i in range(27, 34))
 WINDS: tuple[Tile, ...] = HONOURS[:4]
 DRAGONS: tuple[Tile, ...] = HONOURS[4:]
@@ -280,40 +283,43 @@ def format_tiles(tiles: Iterable[Tile], *, chinese: bool = False) -> str:
     ``format_tiles([M1, M2, M3, EAST, EAST])`` is ``"123m EE"``. The order is kept, so the
     result parses back to the same list. ``chinese=True`` writes Chinese names instead.
     """
+    key = tuple(tiles)
     if chinese:
-        return " ".join(t.chinese for t in tiles)
+        return " ".join(TILES[t].chinese for t in key)
+    return _format(key)
+
+
+@lru_cache(maxsize=4096)
+def _format(tiles: tuple[int, ...]) -> str:
+    # Scoring writes the same melds and sets over and over: the cache makes that free.
     parts: list[str] = []
     run: list[str] = []
-    run_suit: Suit | None = None
-    honours: list[str] = []
-
-    def close_run() -> None:
-        nonlocal run, run_suit
-        if run:
-            parts.append("".join(run) + _SUIT_LETTER[run_suit])  # type: ignore[index]
-            run, run_suit = [], None
-
-    def close_honours() -> None:
-        nonlocal honours
-        if honours:
-            parts.append("".join(honours))
-            honours = []
-
+    run_suit = -1
+    last_honour = -1
     for t in tiles:
-        t = Tile(t)
-        if t.is_honour:
-            close_run()
-            if honours and honours[-1] != t.code:
-                close_honours()
-            honours.append(t.code)
-        else:
-            close_honours()
-            if run_suit is not t.suit:
-                close_run()
-                run_suit = t.suit
-            run.append(str(t.number))
-    close_run()
-    close_honours()
+        t = int(t)
+        if not 0 <= t < NUM_FACES:
+            raise HandError(f"{t} is not a tile")
+        if 27 <= t < 34:
+            if run:
+                parts.append("".join(run) + _SUIT_LETTER[Suit(run_suit)])
+                run = []
+            if t == last_honour:
+                parts[-1] += _CODES[TILES[t]]
+            else:
+                parts.append(_CODES[TILES[t]])
+            last_honour = t
+            run_suit = -1
+            continue
+        last_honour = -1
+        suit = t // 9 if t < 27 else Suit.FLOWER
+        if suit != run_suit and run:
+            parts.append("".join(run) + _SUIT_LETTER[Suit(run_suit)])
+            run = []
+        run_suit = suit
+        run.append(str(t % 9 + 1 if t < 27 else t - 33))
+    if run:
+        parts.append("".join(run) + _SUIT_LETTER[Suit(run_suit)])
     return " ".join(parts)
 
 
