@@ -75,3 +75,18 @@ def shanghai():
     from controller.profiles import load_profile
 
     return load_profile("shanghai")
+
+
+# -- vision table (engineer T): the simulated overhead camera ---------------------------------
+
+
+@pytest.fixture
+def sim_camera():
+    """The simulator's overhead camera (``hardware_sim.camera.SimCamera``) over an empty 900 mm
+    table, 1280x960, reproducible frames. Lay tiles with ``sim_camera.change_seat(…)`` or
+    ``sim_camera.set_layout(…)``; ``sim_camera.unplug()`` makes it vanish."""
+    from hardware_sim.camera import SimCamera
+
+    camera = SimCamera(seed=0)
+    yield camera
+    camera.close()

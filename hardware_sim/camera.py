@@ -1,0 +1,139 @@
+"""The simulator's overhead camera: a camera source that renders the table.
+
+:class:`SimCamera` is a :class:`vision.camera.CameraSource` like a USB or Pi camera, so the
+vision pipeline reads it through the same code. What lies on the table is a
+:class:`vision.table_scene.TableLayout` that the simulator changes while the game runs
+(:meth:`SimCamera.set_layout`, :meth:`SimCamera.change_seat`); every :meth:`read` renders the
+layout as it is at that moment, through the same renderer the tile model is trained on, with
+fresh sensor noise per frame. :meth:`SimCamera.unplug` and :meth:`SimCamera.replug` make it
+vanish and come back, to exercise the product's handling of a lost camera.
+
+>>> from controller.rules.tiles import Tile
+>>> camera = SimCamera()
+>>> camera.change_seat(0, flowers=(Tile.PLUM,))
+>>> camera.read().image.shape
+(960, 1280, 3)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from controller.errors import CameraError
+from vision.calibration import Calibration
+from vision.camera import CameraLost, CameraSource
+from vision.render import Camera
+from vision.table_scene import TableFrame, TableLayout, TableScene
+
+DEFAULT_FAULTS: dict[str, float] = {"noise": 2.0, "blur": 0.5, "gradient": 0.15}
+"""A decent camera's picture: a little sensor noise and softness, light falling off a bit."""
+
+
+class SimCamera(CameraSource):
+    """A rendered overhead camera.
+
+    ``scene`` is the table (size, markers, felt, tile set; default a 900 mm table); ``size``
+    the picture; ``tilt``, ``turn`` and ``zoom`` how the camera is mounted (see
+    :meth:`vision.table_scene.TableScene.camera`); ``faults`` the picture's faults (default
+    :data:`DEFAULT_FAULTS`); ``seed`` makes the frames reproducible; ``layout`` what lies on
+    the table at first.
+    """
+
+    def __init__(
+        self,
+        scene: TableScene | None = None,
+        *,
+        size: tuple[int, int] = (1280, 960),
+        tilt: float = 8.0,
+        turn: float = 0.0,
+        zoom: float = 0.85,
+        faults: dict[str, float] | None = None,
+        seed: int = 0,
+        layout: TableLayout | None = None,
+    ) -> None:
+        super().__init__("simulated camera")
+        self.scene = scene or TableScene(seed=seed)
+        self.seed = int(seed)
+        self.view: Camera = self.scene.camera(
+            size, tilt=tilt, turn=turn, zoom=zoom, **(DEFAULT_FAULTS if faults is None else faults)
+        )
+        self._layout = layout or TableLayout()
+        self._lock = threading.Lock()
+        self._plugged = True
+        self._last: TableFrame | None = None
+        self._rendered = 0
+
+    # -- what lies on the table ----------------------------------------------------------------
+
+    @property
+    def layout(self) -> TableLayout:
+        with self._lock:
+            return self._layout
+
+    def set_layout(self, layout: TableLayout) -> None:
+        """Lay the table out anew (seen from the next frame on)."""
+        if not isinstance(layout, TableLayout):
+            raise CameraError("the simulated camera shows a TableLayout")
+        with self._lock:
+            self._layout = layout
+
+    def update(self, change: Callable[[TableLayout], TableLayout]) -> TableLayout:
+        """Apply ``change`` to the layout atomically (other threads see before or after)."""
+        with self._lock:
+            self._layout = change(self._layout)
+            return self._layout
+
+    def change_seat(self, seat: int, **changes: Any) -> TableLayout:
+        """Change one seat's part (``flowers=…``, ``melds=…``, ``open_tiles=…``)."""
+        return self.update(lambda layout: layout.with_seat(seat, **changes))
+
+    def clear(self) -> None:
+        """An empty table (the table swallows the tiles between hands)."""
+        self.set_layout(TableLayout())
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def unplug(self) -> None:
+        """The camera vanishes: reads fail with :class:`~vision.camera.CameraLost`, and it
+        cannot be reopened until :meth:`replug`."""
+        self._plugged = False
+
+    def replug(self) -> None:
+        self._plugged = True
+
+    # -- truth, for checking -------------------------------------------------------------------
+
+    @property
+    def last_frame(self) -> TableFrame | None:
+        """The last frame rendered, with where every tile truly lies."""
+        return self._last
+
+    def true_calibration(self) -> Calibration:
+        """The exact calibration of this camera (a real installation measures it with
+        ``mahjong-table calibrate`` instead)."""
+        return self.scene.true_calibration(self.view)
+
+    def render(self, layout: TableLayout | None = None) -> TableFrame:
+        """Render a frame of ``layout`` (default the current one) without reading it."""
+        rng = np.random.default_rng([self.seed, self._rendered])
+        self._rendered += 1
+        return self.scene.render(layout or self.layout, self.view, rng=rng)
+
+    # -- the camera source ---------------------------------------------------------------------
+
+    def _open(self) -> None:
+        if not self._plugged:
+            raise CameraError("the simulated camera is unplugged")
+
+    def _grab(self) -> np.ndarray:
+        if not self._plugged:
+            raise CameraLost("the simulated camera stopped delivering frames (unplugged)")
+        self._last = self.render()
+        return self._last.image
+
+    def _close(self) -> None:
+        pass
