@@ -10,7 +10,7 @@ vanish and come back, to exercise the product's handling of a lost camera.
 
 >>> from controller.rules.tiles import Tile
 >>> camera = SimCamera()
->>> camera.change_seat(0, flowers=(Tile.PLUM,))
+>>> layout = camera.change_seat(0, flowers=(Tile.PLUM,))
 >>> camera.read().image.shape
 (960, 1280, 3)
 """
