@@ -1,0 +1,224 @@
+"""The recogniser's commands: ``detect``, ``train`` and ``enrol``.
+
+``mahjong-table detect IMAGE… [--json]`` reads every tile in any photo;
+``mahjong-table train`` trains the models from ``../shared/data`` (needs the ``train`` extra);
+``mahjong-table enrol PHOTO… --out DIR`` adapts the model to a table's own tile set.
+
+Heavy modules (onnxruntime, PyTorch) are imported inside the handlers so that
+``mahjong-table --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_NO = 1
+EXIT_INPUT = 2
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    d = subparsers.add_parser(
+        "detect",
+        help="find and read every tile in photos",
+        description="Find every tile in each picture and say which it is, with its box, "
+        "outline and confidence. Tiles under the confidence threshold are flagged for "
+        "confirmation. Exit status 2 if a picture could not be read.",
+    )
+    d.add_argument("images", nargs="+", metavar="IMAGE", type=Path)
+    d.add_argument("--json", action="store_true", help="print JSON (one record per picture)")
+    d.add_argument("--model", type=Path, help="model folder (default: the committed model)")
+    d.add_argument("--min-confidence", type=float, help="flag tiles under this probability")
+    d.add_argument("--annotate", type=Path, metavar="DIR", help="also write each picture with "
+                   "its tiles drawn into DIR")  # fmt: skip
+    d.set_defaults(func=detect_command)
+
+    t = subparsers.add_parser(
+        "train",
+        help="train the tile models (needs the train extra)",
+        description="Train the tile finder and classifier from the tile art and real photos "
+        "in the shared data folder and export them to ONNX. The full preset takes about an "
+        "hour on 2 CPU cores.",
+    )
+    t.add_argument("--data", type=Path, help="the shared data folder (holding tile-art/ and "
+                   "real-photos/); default ../shared/data beside the checkout")  # fmt: skip
+    t.add_argument("--out", type=Path, default=None, help="where to write the model "
+                   "(default: vision/models, the committed model)")  # fmt: skip
+    t.add_argument("--preset", choices=("full", "tiny"), default="full")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=None, help="CPU threads (default 2)")
+    t.set_defaults(func=train_command)
+
+    e = subparsers.add_parser(
+        "enrol",
+        help="adapt the recogniser to your own tile set",
+        description="Photograph your tiles laid out in rows as LAYOUT says, from above. "
+        "Enrol finds them, labels each by its place, writes the labels (labels.json) and a "
+        "picture of them (check.png) to check, and refits the classifier to your set, "
+        "writing a model folder to use with --model. Correct any wrong label in labels.json "
+        "and run again with --labels to refit from your corrections.",
+    )
+    e.add_argument("photos", nargs="*", metavar="PHOTO", type=Path)
+    e.add_argument("--out", type=Path, required=True, help="the enrolled model folder to write")
+    e.add_argument(
+        "--layout",
+        default=None,
+        help="rows of the grid, '/' between rows "
+        "(default: '123456789m / 123456789p / 123456789s / ESWNCFP / 12345678f')",
+    )
+    e.add_argument("--labels", type=Path, help="refit from this (corrected) labels file "
+                   "instead of finding tiles in photos")  # fmt: skip
+    e.add_argument("--model", type=Path, help="the model to adapt (default: the committed one)")
+    e.add_argument("--check-only", action="store_true", help="write labels.json and check.png "
+                   "but do not refit")  # fmt: skip
+    e.set_defaults(func=enrol_command)
+
+
+def detect_command(args: argparse.Namespace) -> int:
+    import cv2
+
+    from controller.errors import CameraError
+    from vision.recognizer import TileRecognizer, read_image
+
+    rec = TileRecognizer(args.model, min_confidence=args.min_confidence)
+    records = []
+    failed = 0
+    for path in args.images:
+        try:
+            img = read_image(path)
+            tiles = rec.detect(img)
+        except CameraError as exc:
+            failed += 1
+            print(f"mahjong-table detect: {exc}", file=sys.stderr)
+            records.append({"image": str(path), "error": str(exc)})
+            continue
+        records.append(
+            {
+                "image": str(path),
+                "width": img.shape[1],
+                "height": img.shape[0],
+                "tiles": [t.to_json() for t in tiles],
+            }
+        )
+        if args.annotate:
+            args.annotate.mkdir(parents=True, exist_ok=True)
+            cv2.imwrite(str(args.annotate / (path.stem + ".png")), annotate(img, tiles))
+        if not args.json:
+            confirm = sum(t.needs_confirmation for t in tiles)
+            print(f"{path}: {len(tiles)} tiles" + (f", {confirm} to confirm" if confirm else ""))
+            for t in tiles:
+                x, y, w, h = t.box
+                flags = (" sideways" if t.sideways else "") + (
+                    " CONFIRM? (" + ", ".join(f"{n}" for n, _ in _alt_names(t)) + ")"
+                    if t.needs_confirmation
+                    else ""
+                )
+                print(f"  {t.name:>4} {t.confidence:.2f} at {x:.0f},{y:.0f} {w:.0f}x{h:.0f}{flags}")
+    if args.json:
+        json.dump(records, sys.stdout, indent=1, ensure_ascii=False)
+        print()
+    return EXIT_INPUT if failed else EXIT_OK
+
+
+def _alt_names(t) -> list[tuple[str, float]]:
+    from vision.labels import label_name
+
+    return [(label_name(lab), p) for lab, p in t.alternatives]
+
+
+def annotate(img, tiles):
+    """A copy of the picture with each tile's outline and label drawn (orange: to confirm)."""
+    import cv2
+    import numpy as np
+
+    out = img.copy()
+    for t in tiles:
+        colour = (0, 140, 255) if t.needs_confirmation else (0, 200, 0)
+        cv2.polylines(out, [np.round(t.quad).astype(np.int32)], True, colour, 2)
+        x, y = int(t.box[0]), int(t.box[1])
+        cv2.putText(out, t.name, (x, max(10, y - 3)), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 2)
+    return out
+
+
+def train_command(args: argparse.Namespace) -> int:
+    from controller.errors import ConfigError
+    from vision.recognizer import DEFAULT_MODEL_DIR
+    from vision.training import TrainConfig, default_threads, train
+
+    data = args.data
+    if data is None:
+        data = Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not (data / "tile-art").is_dir() and not (data / "real-photos").is_dir():
+        raise ConfigError(
+            f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
+        )
+    out = args.out or DEFAULT_MODEL_DIR
+    cfg = TrainConfig.preset(
+        args.preset,
+        data,
+        out,
+        seed=args.seed,
+        threads=args.threads or default_threads(),
+        log=lambda msg: print(msg, flush=True),
+    )
+    manifest = train(cfg)
+    print(f"model written to {out}: {json.dumps(manifest['training']['validation'])}")
+    return EXIT_OK
+
+
+def enrol_command(args: argparse.Namespace) -> int:
+    import cv2
+
+    from vision import enrol
+    from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
+
+    model_dir = args.model or DEFAULT_MODEL_DIR
+    rec = TileRecognizer(model_dir)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    if args.labels is not None and args.labels.exists():
+        samples = enrol.read_labels(args.labels)
+        print(f"{len(samples)} tiles from {args.labels}")
+    else:
+        if not args.photos:
+            raise enrol.EnrolError("give photos of your tiles laid out (or --labels FILE)")
+        layout = enrol.parse_layout(args.layout or enrol.DEFAULT_LAYOUT)
+        samples = []
+        for photo in args.photos:
+            samples.extend(enrol.samples_from_grid(rec, photo, layout))
+        labels_path = args.labels or out / "labels.json"
+        enrol.write_labels(labels_path, samples)
+        cv2.imwrite(str(out / "check.png"), enrol.contact_sheet(samples))
+        wrong = [s for s in samples if s.read_as != s.label]
+        print(
+            f"{len(samples)} tiles labelled from the layout; the model read {len(wrong)} "
+            f"otherwise. Check {labels_path} and {out / 'check.png'}."
+        )
+    if args.check_only:
+        return EXIT_OK
+    weight, bias = enrol.base_head(rec.model_dir)
+    emb, labels = enrol.embeddings_of(rec, samples)
+    before = enrol.accuracy(emb, labels, weight, bias)
+    new_w, new_b = enrol.fit_head(emb, labels, weight, bias)
+    after = enrol.accuracy(emb, labels, new_w, new_b)
+    enrol.save_enrolled(
+        rec.model_dir,
+        out,
+        new_w,
+        new_b,
+        {
+            "base_model": str(rec.model_dir),
+            "tiles": len(samples),
+            "photos": sorted({str(s.image) for s in samples}),
+            "accuracy_before": round(before, 4),
+            "accuracy_after": round(after, 4),
+        },
+    )
+    print(
+        f"enrolled model written to {out}: it reads {after:.1%} of your tiles' views "
+        f"(the model before: {before:.1%}). Use it with --model {out}."
+    )
+    return EXIT_OK

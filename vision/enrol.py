@@ -1,0 +1,306 @@
+"""Enrolment: adapt the recogniser to a table's own tile set.
+
+Tile sets differ (colours, fonts, flower pictures), so a user photographs their own set laid
+out in a known grid, checks the labels, and refits the classifier's last layer to it:
+
+1. lay the tiles in rows as the *layout* says (by default one row each of 1-9 万, 1-9 筒, 1-9 条,
+   the winds and dragons ``E S W N C F P``, the flowers ``1f``-``8f``), and photograph them
+   from above, once or several times (other light, other places);
+2. :func:`samples_from_grid` finds the tiles, groups them into rows and gives each the label
+   its place in the layout says; :func:`write_labels` and :func:`contact_sheet` put them in a
+   JSON file and a picture to check, and the user corrects any wrong label in the file;
+3. :func:`fit_head` refits the last layer (a multinomial logistic regression on the
+   classifier's embedding, kept close to the trained one so tiles not shown keep their
+   reading) and :func:`save_enrolled` writes a model folder: the same two ONNX models plus
+   ``head.npz``, which :class:`~vision.recognizer.TileRecognizer` uses when present.
+
+No PyTorch is needed: enrolment runs on the table's own computer.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from controller.errors import ConfigError, ModelError
+from controller.rules.errors import HandError
+from controller.rules.tiles import parse_tiles
+from vision.detection import Box, TileDetection
+from vision.labels import BACK, NUM_LABELS, label_from_name, label_name
+from vision.recognizer import HEAD_FILE, TileRecognizer, read_image
+
+DEFAULT_LAYOUT = "123456789m / 123456789p / 123456789s / ESWNCFP / 12345678f"
+"""One row per suit, then the honours, then the flowers; ``/`` separates rows."""
+
+
+class EnrolError(ConfigError):
+    """An enrolment that cannot go on: a photo that does not match the layout, a labels file
+    that is not what enrolment wrote."""
+
+
+@dataclass(frozen=True)
+class EnrolSample:
+    """One tile of the user's set: the photo it is in, its box there, the label it has (from
+    the layout, or as the user corrected it) and what the model read before enrolment."""
+
+    image: Path
+    box: Box
+    label: int
+    read_as: int = -1
+    confidence: float = 0.0
+
+
+def parse_layout(text: str) -> list[list[int]]:
+    """Rows of labels from a layout text: rows separated by ``/`` or new lines, each in the
+    tile notation (``123456789m``, ``ESWNCFP``, ``12345678f``), ``#`` for a face-down tile."""
+    rows = []
+    for n, part in enumerate(text.replace("\n", "/").split("/"), 1):
+        part = part.strip()
+        if not part:
+            continue
+        row: list[int] = []
+        for k, chunk in enumerate(part.split("#")):
+            if k:
+                row.append(BACK)
+            try:
+                row.extend(int(t) for t in parse_tiles(chunk))
+            except HandError as exc:
+                raise EnrolError(f"layout row {n} ({part!r}): {exc.message}") from None
+        if row:
+            rows.append(row)
+    if not rows:
+        raise EnrolError("the layout names no tiles")
+    return rows
+
+
+def group_rows(detections: list[TileDetection]) -> list[list[TileDetection]]:
+    """The tiles of a grid photo grouped into rows (top to bottom), each left to right."""
+    if not detections:
+        return []
+    dets = sorted(detections, key=lambda d: d.centre[1])
+    heights = np.array([d.box[3] for d in dets])
+    gap = float(np.median(heights)) * 0.5
+    rows: list[list[TileDetection]] = [[dets[0]]]
+    for d in dets[1:]:
+        row_y = float(np.mean([r.centre[1] for r in rows[-1]]))
+        if d.centre[1] - row_y > gap:
+            rows.append([d])
+        else:
+            rows[-1].append(d)
+    return [sorted(r, key=lambda d: d.centre[0]) for r in rows]
+
+
+def samples_from_grid(
+    recognizer: TileRecognizer, photo: str | Path, layout: list[list[int]]
+) -> list[EnrolSample]:
+    """Find the tiles in a photo of the layout and label each by its place in it.
+
+    Raises :class:`EnrolError` naming the first row whose count differs from the layout's,
+    so the user can re-lay or re-take the photo.
+    """
+    path = Path(photo)
+    img = read_image(path)
+    found = recognizer.detect(img)
+    rows = group_rows(found)
+    if len(rows) != len(layout):
+        raise EnrolError(
+            f"{path.name}: found {len(rows)} rows of tiles ({', '.join(str(len(r)) for r in rows)}"
+            f" tiles), the layout has {len(layout)} rows; lay the rows apart and photograph "
+            "from straight above"
+        )
+    out = []
+    for n, (row, want) in enumerate(zip(rows, layout, strict=True), 1):
+        if len(row) != len(want):
+            names = " ".join(label_name(x) for x in want)
+            raise EnrolError(
+                f"{path.name}: row {n} has {len(row)} tiles found, the layout says "
+                f"{len(want)} ({names})"
+            )
+        for det, label in zip(row, want, strict=True):
+            out.append(EnrolSample(path, det.box, label, det.label, det.confidence))
+    return out
+
+
+def write_labels(path: str | Path, samples: list[EnrolSample]) -> None:
+    """Write the samples as JSON for the user to check: one record per tile with its
+    ``label`` (edit it if wrong) and what the model ``read_as`` before enrolment."""
+    records = [
+        {
+            "image": str(s.image),
+            "box": [round(v, 1) for v in s.box],
+            "label": label_name(s.label),
+            "read_as": label_name(s.read_as) if s.read_as >= 0 else None,
+            "confidence": round(s.confidence, 3),
+        }
+        for s in samples
+    ]
+    Path(path).write_text(json.dumps({"tiles": records}, indent=1, ensure_ascii=False) + "\n")
+
+
+def read_labels(path: str | Path) -> list[EnrolSample]:
+    """Read a labels file written by :func:`write_labels` (perhaps corrected by hand)."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+        records = data["tiles"]
+        out = []
+        for i, r in enumerate(records):
+            try:
+                label = label_from_name(str(r["label"]))
+            except ModelError as exc:
+                raise EnrolError(f"{p}: tile {i + 1}: {exc.message}") from None
+            box = tuple(float(v) for v in r["box"])
+            if len(box) != 4 or box[2] <= 0 or box[3] <= 0:
+                raise EnrolError(f"{p}: tile {i + 1} has a bad box {r['box']!r}")
+            out.append(EnrolSample(Path(r["image"]), box, label))  # type: ignore[arg-type]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EnrolError(f"cannot read the labels file {p}: {exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EnrolError(f"{p} is not an enrolment labels file ({exc!r})") from None
+    if not out:
+        raise EnrolError(f"{p} holds no tiles")
+    return out
+
+
+def contact_sheet(samples: list[EnrolSample], columns: int = 9, cell: int = 72) -> np.ndarray:
+    """A picture of every enrolled tile with its label under it (red where the model read it
+    otherwise before enrolment), to check the labels by eye."""
+    cache: dict[Path, np.ndarray] = {}
+    rows = -(-len(samples) // columns)
+    sheet = np.full((rows * (cell + 18), columns * cell, 3), 255, np.uint8)
+    for i, s in enumerate(samples):
+        img = cache.get(s.image)
+        if img is None:
+            img = cache[s.image] = read_image(s.image)
+        x, y, w, h = s.box
+        side = max(w, h) * 1.1
+        cx, cy = x + w / 2, y + h / 2
+        k = cell / side
+        m = np.array([[k, 0, cell / 2 - cx * k], [0, k, cell / 2 - cy * k]], np.float32)
+        crop = cv2.warpAffine(img, m, (cell, cell), borderMode=cv2.BORDER_REPLICATE)
+        r, c = divmod(i, columns)
+        y0, x0 = r * (cell + 18), c * cell
+        sheet[y0 : y0 + cell, x0 : x0 + cell] = crop
+        differs = s.read_as >= 0 and s.read_as != s.label
+        text = label_name(s.label) + (f" ({label_name(s.read_as)})" if differs else "")
+        colour = (0, 0, 200) if differs else (0, 0, 0)
+        cv2.putText(sheet, text, (x0 + 2, y0 + cell + 13), cv2.FONT_HERSHEY_SIMPLEX, 0.4, colour)
+    return sheet
+
+
+def _augmented_views(img: np.ndarray, boxes: list[Box]) -> list[tuple[np.ndarray, list[Box]]]:
+    """The photo in four quarter turns, each with its boxes, plus boxes a little larger and
+    smaller (as the finder's boxes vary): the head learns each tile from every side."""
+    views = []
+    cur, cur_boxes = img, list(boxes)
+    for _ in range(4):
+        for f in (1.0, 0.9, 1.12):
+            views.append(
+                (
+                    cur,
+                    [
+                        (x + w * (1 - f) / 2, y + h * (1 - f) / 2, w * f, h * f)
+                        for x, y, w, h in cur_boxes
+                    ],
+                )
+            )
+        w_img = cur.shape[1]
+        cur = np.ascontiguousarray(np.rot90(cur))  # counter-clockwise
+        cur_boxes = [(y, w_img - x - w, h, w) for x, y, w, h in cur_boxes]
+    return views
+
+
+def embeddings_of(
+    recognizer: TileRecognizer, samples: list[EnrolSample]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Embeddings (and labels) of every sample in every augmented view."""
+    by_image: dict[Path, list[EnrolSample]] = {}
+    for s in samples:
+        by_image.setdefault(s.image, []).append(s)
+    xs, ys = [], []
+    for path, group in by_image.items():
+        img = read_image(path)
+        for view, boxes in _augmented_views(img, [s.box for s in group]):
+            xs.append(recognizer.embed(view, boxes))
+            ys.extend(s.label for s in group)
+    return np.concatenate(xs), np.array(ys, np.int64)
+
+
+def base_head(model_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The trained last layer (``base_head.npz`` beside the model)."""
+    path = Path(model_dir) / "base_head.npz"
+    try:
+        with np.load(path) as data:
+            return data["weight"].astype(np.float64), data["bias"].astype(np.float64)
+    except (OSError, KeyError, ValueError) as exc:
+        raise ModelError(f"the model at {model_dir} has no usable base_head.npz: {exc}") from None
+
+
+def fit_head(
+    emb: np.ndarray,
+    labels: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    *,
+    steps: int = 300,
+    lr: float = 0.05,
+    anchor: float = 1e-3,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Refit the last layer on the user's tiles: softmax cross-entropy by gradient descent,
+    starting from the trained ``weight`` (E x 43) and ``bias``, with an L2 pull of strength
+    ``anchor`` back towards them (labels the user did not show keep their trained reading)."""
+    if len(emb) != len(labels) or len(emb) == 0:
+        raise EnrolError("no enrolled tiles to fit")
+    x = emb.astype(np.float64)
+    y = np.eye(NUM_LABELS)[labels]
+    w0, b0 = weight.astype(np.float64), bias.astype(np.float64)
+    w, b = w0.copy(), b0.copy()
+    n = len(x)
+    # Adam: the embedding's scale varies a lot between features
+    mw, vw, mb, vb = (np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b))
+    for t in range(1, steps + 1):
+        z = x @ w + b
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        g = (p - y) / n
+        gw = x.T @ g + anchor * (w - w0)
+        gb = g.sum(axis=0) + anchor * (b - b0)
+        for param, grad, m, v in ((w, gw, mw, vw), (b, gb, mb, vb)):
+            m *= 0.9
+            m += 0.1 * grad
+            v *= 0.999
+            v += 0.001 * grad * grad
+            param -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+    return w.astype(np.float32), b.astype(np.float32)
+
+
+def accuracy(emb: np.ndarray, labels: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> float:
+    """Share of embeddings the head reads as their label."""
+    if len(labels) == 0:
+        return 0.0
+    return float(((emb @ weight + bias).argmax(axis=1) == labels).mean())
+
+
+def save_enrolled(
+    base_dir: Path, out_dir: Path, weight: np.ndarray, bias: np.ndarray, info: dict
+) -> Path:
+    """Write an enrolled model folder: the base model's files, ``head.npz`` and
+    ``enrolment.json`` (what was enrolled). Returns the folder."""
+    base_dir, out_dir = Path(base_dir).resolve(), Path(out_dir).resolve()
+    if out_dir == base_dir:
+        raise EnrolError("write the enrolled model to a new folder, not over the model it adapts")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for f in base_dir.iterdir():
+        if f.is_file() and f.suffix in (".onnx", ".json", ".npz") and f.name != HEAD_FILE:
+            if f.name == "enrolment.json":
+                continue
+            shutil.copy2(f, out_dir / f.name)
+    np.savez(out_dir / HEAD_FILE, weight=weight, bias=bias)
+    (out_dir / "enrolment.json").write_text(json.dumps(info, indent=2) + "\n")
+    return out_dir

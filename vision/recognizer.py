@@ -1,0 +1,357 @@
+"""The runtime tile recogniser: find every tile in a picture and say which it is.
+
+Two small ONNX models run with onnxruntime (no PyTorch needed):
+
+1. the *finder* looks at the picture scaled so its longer side is 640 pixels and marks the
+   centre of every tile (face up or face down) with its box and the direction of its long axis;
+2. the *classifier* reads a square crop around each tile, taken from the full-resolution
+   picture, and gives the probability of each of the 43 labels.
+
+A tile whose best probability is under ``min_confidence`` is still reported, with
+``needs_confirmation`` set and its runner-up labels, for the players to confirm: the recogniser
+never silently guesses.
+
+>>> rec = TileRecognizer()                                  # the committed model
+>>> found = rec.detect(cv2.imread("photo.jpg"))              # doctest: +SKIP
+>>> [(d.name, round(d.confidence, 2)) for d in found]       # doctest: +SKIP
+[('5m', 0.99), ('E', 0.97), ...]
+
+A model is a folder holding ``model.json`` (the manifest), ``finder.onnx`` and
+``classifier.onnx``, and after enrolment ``head.npz`` (a classifier last layer refitted to a
+user's own tile set, see :mod:`vision.enrol`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from controller.errors import CameraError, ModelError
+from vision.detection import Box, TileDetection, box_iou
+from vision.labels import NUM_LABELS
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
+"""The committed model, inside the package."""
+HEAD_FILE = "head.npz"
+
+
+def read_image(path: str | os.PathLike[str]) -> np.ndarray:
+    """Read a picture file as BGR ``uint8``; :class:`~controller.errors.CameraError` naming
+    the file when it is missing or not a picture."""
+    p = Path(path)
+    if not p.is_file():
+        raise CameraError(f"no such image file: {p}")
+    data = np.fromfile(str(p), np.uint8)
+    img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if img is None:
+        raise CameraError(f"{p} is not a picture OpenCV can read (JPEG, PNG, BMP, TIFF, WebP …)")
+    return img
+
+
+def as_bgr(image: Any) -> np.ndarray:
+    """The picture as a contiguous BGR ``uint8`` array (grey and BGRA are converted);
+    :class:`~controller.errors.CameraError` for anything that is not a picture."""
+    if image is None:
+        raise CameraError("no picture: the camera delivered nothing (None)")
+    if not isinstance(image, np.ndarray):
+        raise CameraError(f"a picture must be a numpy array, not {type(image).__name__}")
+    if image.dtype != np.uint8:
+        if image.dtype.kind == "f" and image.size and np.isfinite(image).all():
+            scale = 255.0 if float(image.max()) <= 1.0 else 1.0
+            image = np.clip(image * scale, 0, 255).astype(np.uint8)
+        else:
+            raise CameraError(f"a picture must hold 8-bit pixels, not {image.dtype}")
+    if image.ndim == 2:
+        image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    elif image.ndim == 3 and image.shape[2] == 4:
+        image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
+    elif image.ndim == 3 and image.shape[2] == 1:
+        image = cv2.cvtColor(image[:, :, 0], cv2.COLOR_GRAY2BGR)
+    elif image.ndim != 3 or image.shape[2] != 3:
+        raise CameraError(f"a picture must be HxW or HxWx3 pixels, not shape {image.shape}")
+    h, w = image.shape[:2]
+    if h < 16 or w < 16:
+        raise CameraError(f"a picture of {w}x{h} pixels is too small to find tiles in")
+    return np.ascontiguousarray(image)
+
+
+def decode_finder(
+    heatmap: np.ndarray,
+    regression: np.ndarray,
+    threshold: float,
+    scale: tuple[float, float] = (1.0, 1.0),
+    stride: int = 4,
+    nms_iou: float = 0.55,
+) -> list[tuple[Box, float, float]]:
+    """Turn the finder's outputs into ``(box, score, angle)`` per tile: the peaks of the
+    heatmap (local maxima at least ``threshold``), their boxes scaled by ``scale`` into the
+    original picture, the finder's score, and the long axis's direction in radians."""
+    hm = heatmap.astype(np.float32)
+    peaks = (hm >= threshold) & (hm >= cv2.dilate(hm, np.ones((3, 3), np.uint8)))
+    ys, xs = np.nonzero(peaks)
+    if len(ys) == 0:
+        return []
+    scores = hm[ys, xs]
+    order = np.argsort(-scores)
+    ys, xs, scores = ys[order], xs[order], scores[order]
+    reg = regression[:, ys, xs]
+    cx = (xs + reg[0]) * stride * scale[0]
+    cy = (ys + reg[1]) * stride * scale[1]
+    w = np.exp(np.clip(reg[2], -3, 7)) * stride * scale[0]
+    h = np.exp(np.clip(reg[3], -3, 7)) * stride * scale[1]
+    angles = 0.5 * np.arctan2(reg[5], reg[4])
+    out: list[tuple[Box, float, float]] = []
+    for i in range(len(ys)):
+        box = (float(cx[i] - w[i] / 2), float(cy[i] - h[i] / 2), float(w[i]), float(h[i]))
+        if any(box_iou(box, kept) > nms_iou for kept, _, _ in out):
+            continue
+        out.append((box, float(scores[i]), float(angles[i])))
+    return out
+
+
+def quad_of(box: Box, angle: float) -> tuple[np.ndarray, bool]:
+    """The tile's outline inside ``box`` given its long axis's direction (radians), and
+    whether it lies sideways (long axis horizontal)."""
+    x, y, w, h = box
+    c, s = abs(math.cos(angle)), abs(math.sin(angle))
+    det = c * c - s * s
+    if abs(det) > 0.35:
+        long_ = (c * w - s * h) / det
+        short = (c * h - s * w) / det
+    else:  # near 45 degrees the box cannot tell the sides apart: assume a 3:4 tile
+        long_ = (w + h) / 2 / (c + 0.75 * s)
+        short = 0.75 * long_
+    long_ = max(long_, 1.0)
+    short = float(np.clip(short, 0.55 * long_, 0.95 * long_))
+    # a clearly oblong box says which way the tile lies better than the angle head does
+    aspect = w / max(h, 1e-6)
+    if aspect > 1.15:
+        sideways = True
+    elif aspect < 1 / 1.15:
+        sideways = False
+    else:
+        sideways = c > s
+    if sideways != (c > s):  # the box and the angle disagree: trust the box, keep the size
+        angle = 0.0 if sideways else math.pi / 2
+        long_, short = (w, h) if sideways else (h, w)
+    u = np.array([math.cos(angle), math.sin(angle)]) * long_ / 2  # along the long axis
+    v = np.array([-math.sin(angle), math.cos(angle)]) * short / 2
+    centre = np.array([x + w / 2, y + h / 2])
+    quad = np.array([centre - u - v, centre - u + v, centre + u + v, centre + u - v])
+    # corners clockwise starting top-left in the picture
+    quad = quad[np.argsort(np.arctan2(quad[:, 1] - centre[1], quad[:, 0] - centre[0]))]
+    start = int(np.argmin(quad.sum(axis=1)))
+    return np.roll(quad, -start, axis=0).astype(np.float32), sideways
+
+
+class TileRecognizer:
+    """Finds and classifies every tile in a picture (a photo or a table frame).
+
+    ``model_path`` is a model folder (default: the committed model in ``vision/models``);
+    ``min_confidence`` is the probability under which a tile is flagged for confirmation
+    (default: the model's own, from its manifest); ``finder_threshold`` the finder score a
+    tile needs to be reported at all; ``input_size`` the longer side, in pixels, the finder
+    sees the picture at; ``threads`` the CPU threads onnxruntime may use.
+
+    Raises :class:`~controller.errors.ModelError` when the model is missing, corrupt or of
+    the wrong shape.
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        min_confidence: float | None = None,
+        finder_threshold: float | None = None,
+        input_size: int | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.model_dir = Path(model_path) if model_path is not None else DEFAULT_MODEL_DIR
+        manifest = self._manifest()
+        self.manifest = manifest
+        self.stride = int(manifest.get("stride", 4))
+        self.crop_size = int(manifest.get("crop_size", 48))
+        self.crop_margin = float(manifest.get("crop_margin", 1.3))
+        self.input_size = int(input_size or manifest.get("finder_input", 640))
+        self.finder_threshold = float(
+            finder_threshold
+            if finder_threshold is not None
+            else manifest.get("finder_threshold", 0.3)
+        )
+        self.min_confidence = float(
+            min_confidence if min_confidence is not None else manifest.get("min_confidence", 0.6)
+        )
+        if not 0.0 <= self.min_confidence <= 1.0:
+            raise ModelError(f"min_confidence must be 0-1, not {self.min_confidence}")
+        if self.input_size < 64 or self.input_size % 32:
+            raise ModelError(
+                f"input_size must be a multiple of 32, at least 64, not {self.input_size}"
+            )
+        threads = threads or max(1, min(4, os.cpu_count() or 1))
+        self._finder = self._session(manifest.get("finder", "finder.onnx"), threads)
+        self._classifier = self._session(manifest.get("classifier", "classifier.onnx"), threads)
+        self._check_shapes()
+        self.head = self._load_head()
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def _manifest(self) -> dict[str, Any]:
+        path = self.model_dir / "model.json"
+        if not self.model_dir.is_dir():
+            raise ModelError(f"no model folder at {self.model_dir}")
+        if not path.is_file():
+            raise ModelError(f"the model folder {self.model_dir} has no model.json")
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelError(f"the model manifest {path} is unreadable: {exc}") from None
+        if not isinstance(data, dict) or data.get("format") != 1:
+            raise ModelError(f"{path} is not a tile model manifest of format 1")
+        labels = data.get("labels")
+        if labels is not None and len(labels) != NUM_LABELS:
+            raise ModelError(f"{path} names {len(labels)} labels, not {NUM_LABELS}")
+        return data
+
+    def _session(self, name: str, threads: int):
+        import onnxruntime as ort
+
+        path = self.model_dir / name
+        if not path.is_file():
+            raise ModelError(f"the model file {path} is missing")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        try:
+            return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own untyped errors for bad files
+            raise ModelError(f"the model file {path} is corrupt or not ONNX: {exc}") from None
+
+    def _check_shapes(self) -> None:
+        f_in = self._finder.get_inputs()
+        c_in = self._classifier.get_inputs()
+        c_out = {o.name: o.shape for o in self._classifier.get_outputs()}
+        if len(f_in) != 1 or len(f_in[0].shape) != 4 or f_in[0].shape[1] != 3:
+            raise ModelError(f"the finder model takes {[i.shape for i in f_in]}, not one 1x3xHxW")
+        if len(c_in) != 1 or list(c_in[0].shape[1:]) != [3, self.crop_size, self.crop_size]:
+            raise ModelError(
+                f"the classifier model takes {[i.shape for i in c_in]}, "
+                f"not Nx3x{self.crop_size}x{self.crop_size}"
+            )
+        if "logits" not in c_out or c_out["logits"][-1] != NUM_LABELS:
+            raise ModelError(f"the classifier model does not give {NUM_LABELS} logits")
+        self._embedding_size = c_out.get("embedding", [0, 0])[-1]
+
+    def _load_head(self) -> tuple[np.ndarray, np.ndarray] | None:
+        path = self.model_dir / HEAD_FILE
+        if not path.exists():
+            return None
+        try:
+            with np.load(path) as data:
+                w, b = data["weight"].astype(np.float32), data["bias"].astype(np.float32)
+        except Exception as exc:  # a truncated or foreign .npz
+            raise ModelError(f"the enrolled head {path} is unreadable: {exc}") from None
+        if w.shape != (self._embedding_size, NUM_LABELS) or b.shape != (NUM_LABELS,):
+            raise ModelError(f"the enrolled head {path} does not fit this classifier")
+        return w, b
+
+    # -- running ------------------------------------------------------------------------------
+
+    def find(self, image: np.ndarray) -> list[tuple[Box, float, float]]:
+        """The finder's tiles in a picture: ``(box, score, angle)`` each, in picture pixels."""
+        img = as_bgr(image)
+        h, w = img.shape[:2]
+        s = self.input_size / max(h, w)
+        nw, nh = max(1, round(w * s)), max(1, round(h * s))
+        pw, ph = -(-nw // 32) * 32, -(-nh // 32) * 32
+        small = cv2.resize(
+            img, (nw, nh), interpolation=cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR
+        )
+        if (pw, ph) != (nw, nh):
+            small = cv2.copyMakeBorder(small, 0, ph - nh, 0, pw - nw, cv2.BORDER_REPLICATE)
+        x = small.astype(np.float32).transpose(2, 0, 1)[None]
+        try:
+            hm, reg = self._finder.run(None, {self._finder.get_inputs()[0].name: x})
+        except Exception as exc:
+            raise ModelError(f"the finder model failed on a {w}x{h} picture: {exc}") from None
+        found = decode_finder(
+            hm[0, 0], reg[0], self.finder_threshold, (w / nw, h / nh), self.stride
+        )
+        # boxes of tiles in the padding are not in the picture
+        return [f for f in found if f[0][0] + f[0][2] / 2 < w and f[0][1] + f[0][3] / 2 < h]
+
+    def classify(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
+        """Label probabilities (N x 43) for tiles at ``boxes`` in a picture."""
+        img = as_bgr(image)
+        if not boxes:
+            return np.zeros((0, NUM_LABELS), np.float32)
+        crops = np.stack([self._crop(img, b) for b in boxes]).astype(np.float32)
+        x = crops.transpose(0, 3, 1, 2)
+        try:
+            logits, emb = self._classifier.run(["logits", "embedding"], {"crops": x})
+        except Exception as exc:
+            raise ModelError(f"the classifier model failed: {exc}") from None
+        if self.head is not None:
+            logits = emb @ self.head[0] + self.head[1]
+        return _softmax(logits)
+
+    def embed(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
+        """The classifier's embeddings (N x E) of tiles at ``boxes`` (for enrolment)."""
+        img = as_bgr(image)
+        if not boxes:
+            return np.zeros((0, self._embedding_size), np.float32)
+        crops = np.stack([self._crop(img, b) for b in boxes]).astype(np.float32)
+        (emb,) = self._classifier.run(["embedding"], {"crops": crops.transpose(0, 3, 1, 2)})
+        return emb
+
+    def _crop(self, img: np.ndarray, box: Box) -> np.ndarray:
+        x, y, w, h = box
+        side = max(w, h) * self.crop_margin
+        cx, cy = x + w / 2, y + h / 2
+        s = self.crop_size / side
+        m = np.array(
+            [[s, 0, self.crop_size / 2 - cx * s], [0, s, self.crop_size / 2 - cy * s]], np.float32
+        )
+        interp = cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR
+        return cv2.warpAffine(
+            img, m, (self.crop_size, self.crop_size), flags=interp, borderMode=cv2.BORDER_REPLICATE
+        )
+
+    def detect(self, image: np.ndarray) -> list[TileDetection]:
+        """Every tile found in a BGR picture, classified, in reading order (top to bottom,
+        left to right). :class:`~controller.errors.CameraError` for a picture that is not
+        one (None, empty, wrong type or shape)."""
+        img = as_bgr(image)
+        found = self.find(img)
+        probs = self.classify(img, [f[0] for f in found])
+        out = []
+        for (box, score, angle), p in zip(found, probs, strict=True):
+            order = np.argsort(-p)
+            best = int(order[0])
+            quad, sideways = quad_of(box, angle)
+            out.append(
+                TileDetection(
+                    label=best,
+                    confidence=float(p[best]),
+                    box=box,
+                    quad=quad,
+                    sideways=sideways,
+                    needs_confirmation=bool(p[best] < self.min_confidence),
+                    alternatives=tuple((int(k), float(p[k])) for k in order[1:4]),
+                    finder_score=score,
+                )
+            )
+        out.sort(key=lambda d: (round(d.centre[1] / max(8.0, d.box[3] * 0.6)), d.centre[0]))
+        return out
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
