@@ -220,3 +220,37 @@ def label_counts(scenes: Sequence[Rendered]) -> np.ndarray:
         for t in s.tiles:
             counts[t.label] += 1
     return counts
+
+
+def table_frame(
+    rng: np.random.Generator,
+    face_sets: Sequence[FaceSet],
+    frame_size: tuple[int, int] = (1280, 960),
+):
+    """A whole table as the overhead camera sees it (seats' melds, flowers, laid-open hands,
+    discards, walls; :mod:`vision.table_scene`), with a random camera and faults. Returns the
+    :class:`~vision.table_scene.TableFrame`."""
+    from vision.table_scene import TableScene
+    from vision.table_scene import random_layout as random_table
+
+    faces = face_sets[int(rng.integers(len(face_sets)))]
+    felt_colour = tuple(
+        int(v) for v in np.array(FELT_CHOICES[int(rng.integers(len(FELT_CHOICES)))])
+    )
+    scene = TableScene(faces=faces, seed=int(rng.integers(1 << 30)), felt_colour=felt_colour)
+    layout = random_table(rng, discards=int(rng.integers(0, 24)), walls=bool(rng.random() < 0.5))
+    camera = scene.camera(
+        frame_size,
+        tilt=float(rng.uniform(0, 15)),
+        turn=float(rng.choice([0.0, 90.0, 180.0, 270.0]) + rng.normal(0, 3)),
+        zoom=float(rng.uniform(0.8, 1.0)),
+        brightness=float(rng.uniform(0.7, 1.2)),
+        gradient=float(rng.uniform(0, 0.6)),
+        glare=float(rng.choice([0.0, rng.uniform(0.05, 0.3)])),
+        blur=float(rng.choice([0.0, rng.uniform(0.3, 1.2)])),
+        noise=float(rng.uniform(0, 6)),
+    )
+    return scene.render(layout, camera, rng=rng)
+
+
+FELT_CHOICES = ((135, 95, 35), (60, 120, 30), (40, 100, 20), (50, 50, 140), (70, 70, 70))

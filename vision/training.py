@@ -63,6 +63,7 @@ class TrainConfig:
     classifier_batch: int = 128
     classifier_lr: float = 3e-3
     synth_crops_max: int = 30000
+    table_frames: int = 150
     log: Callable[[str], None] = field(default=print, repr=False)
 
     @classmethod
@@ -82,6 +83,7 @@ class TrainConfig:
                 classifier_epochs=1,
                 classifier_batch=32,
                 synth_crops_max=200,
+                table_frames=1,
             )
         else:
             raise ModelError(f"unknown training preset {name!r} (full or tiny)")
@@ -187,14 +189,18 @@ def build_classifier():
                 sep(96, 128),
                 sep(128, 160, 2),  # 6
                 sep(160, EMBEDDING),
-                nn.AdaptiveAvgPool2d(1),
-                nn.Flatten(),
             )
+            # the crop holds neighbours too: pool with weights centred on the middle tile
+            # (a plain average could not tell the tile to read from its neighbours)
+            g = torch.arange(CROP_SIZE // 8, dtype=torch.float32) - (CROP_SIZE // 8 - 1) / 2
+            w = torch.exp(-(g[:, None] ** 2 + g[None, :] ** 2) / (2 * 1.5**2))
+            self.register_buffer("centre", (w / w.sum())[None, None])
             self.drop = nn.Dropout(0.2)
             self.head = nn.Linear(EMBEDDING, NUM_LABELS)
 
         def forward(self, x):
-            emb = self.features(x * (1 / 255.0) - 0.5)
+            f = self.features(x * (1 / 255.0) - 0.5)
+            emb = (f * self.centre).sum(dim=(2, 3))
             return self.head(self.drop(emb)), emb
 
     return Classifier()
@@ -251,6 +257,52 @@ def _synth_pool(cfg: TrainConfig, rng: np.random.Generator) -> list[_Sample]:
         s.labels = np.array(labels, np.int64)  # type: ignore[attr-defined]
         pool.append(s)
     return pool
+
+
+def _table_pool(
+    cfg: TrainConfig, rng: np.random.Generator
+) -> tuple[list[_Sample], np.ndarray, np.ndarray]:
+    """Whole-table frames as the simulator's camera gives them (1280x960): finder samples cut
+    from the frame as the recogniser sees it (scaled to 640 on its longer side), and
+    classifier crops from the full-resolution frame, as the recogniser crops them."""
+    from vision.synth import table_frame
+
+    faces = _face_sets(cfg)
+    samples: list[_Sample] = []
+    crops, labels = [], []
+    size = cfg.finder_size
+    for _ in range(cfg.table_frames):
+        frame = table_frame(rng, faces)
+        img = frame.image
+        h, w = img.shape[:2]
+        s = 640 / max(h, w)
+        small = cv2.resize(img, (round(w * s), round(h * s)), interpolation=cv2.INTER_AREA)
+        boxes = np.array([t.box for t in frame.truths], np.float32).reshape(-1, 4) * s
+        angles = np.array(
+            [math.atan2(*(((t.quad[3] + t.quad[2] - t.quad[0] - t.quad[1]) / 2)[::-1]))
+             for t in frame.truths],
+            np.float32,
+        )  # fmt: skip
+        for _ in range(2):
+            x0 = int(rng.integers(0, max(1, small.shape[1] - size + 1)))
+            y0 = int(rng.integers(0, max(1, small.shape[0] - size + 1)))
+            crop = small[y0 : y0 + size, x0 : x0 + size]
+            if crop.shape[:2] != (size, size):
+                continue
+            b = boxes.copy()
+            b[:, 0] -= x0
+            b[:, 1] -= y0
+            cx, cy = b[:, 0] + b[:, 2] / 2, b[:, 1] + b[:, 3] / 2
+            keep = (cx >= 0) & (cx < size) & (cy >= 0) & (cy < size)
+            samples.append(_Sample(np.ascontiguousarray(crop), b[keep], angles[keep]))
+        for t in frame.truths:
+            crops.append(_crop_from_quadless(img, t.box, None))
+            labels.append(t.label)
+    return (
+        samples,
+        np.array(crops, np.uint8).reshape(-1, STORE_SIZE, STORE_SIZE, 3),
+        np.array(labels, np.int64),
+    )
 
 
 def _real_photos(cfg: TrainConfig, split: str):
@@ -401,7 +453,11 @@ def _crop_from_quadless(img: np.ndarray, box, rng: np.random.Generator | None) -
 
 
 def _classifier_data(
-    cfg: TrainConfig, photos, pool: list[_Sample], rng: np.random.Generator
+    cfg: TrainConfig,
+    photos,
+    pool: list[_Sample],
+    rng: np.random.Generator,
+    extra: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     crops, labels = [], []
     for photo in photos:
@@ -421,6 +477,9 @@ def _classifier_data(
         s, box, label = synth[i]
         crops.append(_crop_from_quadless(s.image, box, None))
         labels.append(label)
+    if extra is not None and len(extra[0]):
+        crops.extend(extra[0])
+        labels.extend(int(v) for v in extra[1])
     cfg.log(f"classifier data: {n_real} real crops, {len(crops) - n_real} synthetic")
     return np.stack(crops), np.array(labels, np.int64)
 
@@ -467,9 +526,15 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     cfg.log(f"real photos: {len(train_photos)} train, {len(val_photos)} validation")
     pool = _synth_pool(cfg, rng)
     cfg.log(f"synthetic scenes: {len(pool)} in {time.time() - t0:.0f}s")
+    table_samples, table_crops, table_labels = _table_pool(cfg, rng)
+    cfg.log(
+        f"table frames: {cfg.table_frames} ({len(table_labels)} tiles), {time.time() - t0:.0f}s"
+    )
 
-    finder = _train_finder(cfg, train_photos, val_photos, pool, rng)
-    classifier, cls_metrics = _train_classifier(cfg, train_photos, val_photos, pool, rng)
+    finder = _train_finder(cfg, train_photos, val_photos, pool + table_samples, rng)
+    classifier, cls_metrics = _train_classifier(
+        cfg, train_photos, val_photos, pool, rng, (table_crops, table_labels)
+    )
     finder_metrics = _validate_finder(finder, val_photos, cfg)
 
     export_onnx(finder, classifier, cfg.out_dir)
@@ -594,9 +659,9 @@ def _mult32(v: float) -> int:
     return max(32, round(v / 32) * 32)
 
 
-def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng):
+def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=None):
     torch = _torch()
-    x_all, y_all = _classifier_data(cfg, photos, pool, rng)
+    x_all, y_all = _classifier_data(cfg, photos, pool, rng, extra)
     if val_photos:
         vx, vy = _classifier_data(replace(cfg, synth_crops_max=0), val_photos, [], rng)
         vx = _centre_crops(vx)
@@ -630,7 +695,7 @@ def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng):
             loss.backward()
             opt.step()
             sched.step()
-            losses.append(float(loss))
+            losses.append(loss.item())
         acc, flower_acc = _classifier_accuracy(model, vx, vy)
         cfg.log(
             f"classifier epoch {epoch + 1}/{cfg.classifier_epochs} {time.time() - t:.0f}s "
