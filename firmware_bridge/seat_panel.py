@@ -1,0 +1,237 @@
+"""The seat panel: per seat a win (胡) button, a confirm button and an LED, and one shared
+buzzer, on GPIO through gpiozero.
+
+Devices are composed on a gpiozero pin factory: on a Raspberry Pi 5 gpiozero picks its lgpio
+factory; off a Pi, set ``GPIOZERO_PIN_FACTORY=mock`` (or pass a
+:class:`gpiozero.pins.mock.MockFactory`) and drive the pins from the simulator
+(:mod:`hardware_sim.panel_sim`). Presses are debounced here, by
+:class:`~firmware_bridge.debounce.Debouncer`, on an injectable clock, and reported as
+:class:`SeatPress` values, short or long::
+
+    panel = SeatPanel(config.seat_panel)
+    panel.add_listener(lambda press: print(press.seat, press.button, press.long))
+    panel.show(dealer=0, turn=1)     # dealer's LED on, the seat to play blinks
+    panel.beep()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from firmware_bridge.config import SeatPanelConfig
+from firmware_bridge.debounce import Debouncer
+from firmware_bridge.errors import PinError
+
+__all__ = ["BUTTONS", "SeatPanel", "SeatPress"]
+
+log = logging.getLogger(__name__)
+
+#: the buttons of each seat
+BUTTONS = ("win", "confirm")
+
+
+@dataclass(frozen=True)
+class SeatPress:
+    """A debounced button press. ``button`` is ``"win"`` or ``"confirm"``; ``long`` when held
+    at least the configured long-press time (reported when that time is reached, while still
+    held); ``held`` seconds held when reported; ``time`` when it started (panel clock)."""
+
+    seat: int
+    button: str
+    long: bool
+    held: float
+    time: float
+
+
+def _gpio_error(exc: BaseException, what: str) -> PinError:
+    name = type(exc).__name__
+    if "BadPinFactory" in name:
+        return PinError(
+            f"no GPIO pin factory for the {what}: on a Raspberry Pi 5 install lgpio "
+            "(python3-lgpio); off a Pi set GPIOZERO_PIN_FACTORY=mock"
+        )
+    if "InUse" in name:
+        return PinError(f"the {what}'s pin is already in use by another device or program")
+    return PinError(f"cannot set up the {what}: {exc}")
+
+
+class SeatPanel:
+    """The GPIO seat panel described by a ``[seat_panel]`` config.
+
+    :param pin_factory: a gpiozero pin factory (default: gpiozero's own choice, which honours
+        ``GPIOZERO_PIN_FACTORY``)
+    :param clock: the time source for debouncing (seconds, monotonic)
+    :param poll_interval: how often the background thread evaluates the debouncers; ``None``
+        starts no thread, and the owner calls :meth:`poll` itself (tests with a fake clock)
+    """
+
+    def __init__(
+        self,
+        config: SeatPanelConfig,
+        *,
+        pin_factory: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+        poll_interval: float | None = 0.005,
+    ) -> None:
+        try:
+            from gpiozero import LED, Buzzer, DigitalInputDevice
+        except ImportError as exc:  # pragma: no cover - gpiozero is a dependency
+            raise PinError(f"gpiozero is not installed: {exc}") from None
+        self.config = config
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[SeatPress], None]] = []
+        self._devices: list[Any] = []
+        self._debouncers: dict[tuple[int, str], Debouncer] = {}
+        self.leds: list[Any] = []
+        self.buzzer: Any = None
+        self._led_mode: list[str] = []
+        try:
+            for seat, pins in enumerate(config.seats):
+                for button in BUTTONS:
+                    pin = getattr(pins, button)
+                    what = f"seat {seat} {button} button ({pin})"
+                    try:
+                        dev = DigitalInputDevice(
+                            pin, pull_up=config.pull_up, bounce_time=None, pin_factory=pin_factory
+                        )
+                    except Exception as exc:
+                        raise _gpio_error(exc, what) from None
+                    self._devices.append(dev)
+                    deb = Debouncer(config.debounce, config.long_press, pressed=dev.is_active)
+                    self._debouncers[(seat, button)] = deb
+                    dev.when_activated = self._edge_handler(deb, True)
+                    dev.when_deactivated = self._edge_handler(deb, False)
+                try:
+                    led = LED(pins.led, pin_factory=pin_factory)
+                except Exception as exc:
+                    raise _gpio_error(exc, f"seat {seat} LED ({pins.led})") from None
+                self._devices.append(led)
+                self.leds.append(led)
+                self._led_mode.append("off")
+            if config.buzzer is not None:
+                try:
+                    self.buzzer = Buzzer(config.buzzer, pin_factory=pin_factory)
+                except Exception as exc:
+                    raise _gpio_error(exc, f"buzzer ({config.buzzer})") from None
+                self._devices.append(self.buzzer)
+        except PinError:
+            self.close()
+            raise
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if poll_interval is not None:
+            self._thread = threading.Thread(
+                target=self._run, args=(poll_interval,), name="seat-panel", daemon=True
+            )
+            self._thread.start()
+
+    def _edge_handler(self, deb: Debouncer, pressed: bool) -> Callable[[], None]:
+        def handler() -> None:
+            with self._lock:
+                deb.edge(pressed, self.clock())
+
+        return handler
+
+    # --- presses -----------------------------------------------------------------------------
+
+    def add_listener(self, callback: Callable[[SeatPress], None]) -> None:
+        """Call ``callback(press)`` for every press (from the panel's thread, or from
+        :meth:`poll` when there is none)."""
+        self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[SeatPress], None]) -> None:
+        self._listeners.remove(callback)
+
+    def poll(self, now: float | None = None) -> list[SeatPress]:
+        """Decide the presses due by ``now`` (default: the panel clock), hand them to the
+        listeners and return them."""
+        t = self.clock() if now is None else now
+        presses: list[SeatPress] = []
+        with self._lock:
+            for (seat, button), deb in self._debouncers.items():
+                for p in deb.update(t):
+                    presses.append(SeatPress(seat, button, p.long, p.held, p.start))
+        presses.sort(key=lambda p: p.time)
+        for press in presses:
+            for cb in list(self._listeners):
+                try:
+                    cb(press)
+                except Exception:
+                    log.exception("a seat panel listener failed")
+        return presses
+
+    def is_held(self, seat: int, button: str) -> bool:
+        """The debounced state of a button right now."""
+        return self._debouncers[(self._seat(seat), button)].pressed
+
+    def _run(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.poll()
+            except Exception:
+                log.exception("seat panel poll failed")
+
+    # --- LEDs and buzzer ---------------------------------------------------------------------
+
+    @staticmethod
+    def _seat(seat: int) -> int:
+        if not 0 <= seat <= 3:
+            raise ValueError(f"seat must be 0-3, not {seat}")
+        return seat
+
+    def set_led(self, seat: int, on: bool) -> None:
+        led = self.leds[self._seat(seat)]
+        led.on() if on else led.off()
+        self._led_mode[seat] = "on" if on else "off"
+
+    def blink_led(self, seat: int, on_time: float = 0.4, off_time: float = 0.4) -> None:
+        self.leds[self._seat(seat)].blink(on_time=on_time, off_time=off_time, background=True)
+        self._led_mode[seat] = "blink"
+
+    def show(self, *, dealer: int | None, turn: int | None) -> None:
+        """The dealer's LED steady on, the LED of the seat whose turn it is blinking (also
+        when it is the dealer's), the others off."""
+        for seat in range(len(self.leds)):
+            if seat == turn:
+                self.blink_led(seat)
+            else:
+                self.set_led(seat, seat == dealer)
+
+    def led_modes(self) -> list[str]:
+        """What each LED was last told to do: ``"on"``, ``"off"`` or ``"blink"``."""
+        return list(self._led_mode)
+
+    def beep(self, duration: float = 0.1, count: int = 1, gap: float = 0.1) -> None:
+        """Sound the buzzer ``count`` times, in the background. Does nothing without one."""
+        if self.buzzer is None:
+            return
+        self.buzzer.beep(on_time=duration, off_time=gap, n=count, background=True)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop polling and release the pins."""
+        stop = getattr(self, "_stop", None)
+        if stop is not None:
+            stop.set()
+        thread = getattr(self, "_thread", None)
+        if thread is not None:
+            thread.join(timeout=2)
+        for dev in reversed(self._devices):
+            try:
+                dev.close()
+            except Exception:
+                log.debug("closing %r failed", dev, exc_info=True)
+        self._devices.clear()
+
+    def __enter__(self) -> SeatPanel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
