@@ -90,3 +90,48 @@ def sim_camera():
     camera = SimCamera(seed=0)
     yield camera
     camera.close()
+
+
+# -- firmware bridge and simulated hardware (MCU, seat panel) ------------------------------
+
+
+@pytest.fixture
+def sim_mcu(tmp_path):
+    """Start simulated table MCUs, each in its own process behind a real pty.
+
+    Call it with ``sim-mcu`` options: ``sim = sim_mcu(speed=50, drop=0.05)``; the result is a
+    :class:`hardware_sim.mcu_process.SimMcuProcess` (``sim.port`` to open, a stable link that
+    survives unplug/replug; ``sim.control("fault jam")``; ``sim.stats()``). Defaults: speed
+    100, seed 7. Every simulator started is stopped at the end of the test.
+    """
+    from hardware_sim.mcu_process import SimMcuProcess
+
+    started: list[SimMcuProcess] = []
+
+    def start(**options):
+        options.setdefault("speed", 100)
+        options.setdefault("seed", 7)
+        options.setdefault("link", str(tmp_path / f"mcu{len(started)}"))
+        sim = SimMcuProcess(**options)
+        started.append(sim)
+        return sim
+
+    yield start
+    for sim in started:
+        sim.close()
+
+
+@pytest.fixture
+def mock_pins():
+    """A fresh gpiozero :class:`~gpiozero.pins.mock.MockFactory`, also installed as gpiozero's
+    default pin factory for the test (restored afterwards). Drive it with
+    :class:`hardware_sim.panel_sim.PanelSim`."""
+    from gpiozero import Device
+    from gpiozero.pins.mock import MockFactory
+
+    previous = Device.pin_factory
+    factory = MockFactory()
+    Device.pin_factory = factory
+    yield factory
+    factory.reset()
+    Device.pin_factory = previous
