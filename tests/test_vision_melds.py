@@ -49,8 +49,16 @@ def tile_at(
     )
 
 
-def row(seat: int, spec: str, *, u: float = 120.0, v0: float = 62.0, gap: float = 0.6,
-        meld_gap: float = 12.0, **kw: object) -> list[TileRead]:  # fmt: skip
+def row(
+    seat: int,
+    spec: str,
+    *,
+    u: float = 120.0,
+    v0: float = 62.0,
+    gap: float = 0.6,
+    meld_gap: float = 12.0,
+    **kw: object,
+) -> list[TileRead]:
     """Tiles laid left to right from ``u``: ``|`` separates melds, ``5m/`` lies sideways,
     ``5m/+5m`` is a sideways tile with another stacked beyond it, ``back`` lies face down."""
     out = []
@@ -65,8 +73,16 @@ def row(seat: int, spec: str, *, u: float = 120.0, v0: float = 62.0, gap: float 
             depth = W if side else L
             out.append(tile_at(seat, name, u + width / 2, v0 + depth / 2, sideways=side, **kw))
             if len(stacked) > 1:
-                out.append(tile_at(seat, stacked[1], u + width / 2, v0 + depth + gap + depth / 2,
-                                   sideways=True, **kw))  # fmt: skip
+                out.append(
+                    tile_at(
+                        seat,
+                        stacked[1],
+                        u + width / 2,
+                        v0 + depth + gap + depth / 2,
+                        sideways=True,
+                        **kw,
+                    )
+                )
             u += width + gap
     return out
 
@@ -120,8 +136,7 @@ def test_a_kong_face_down_all_round_asks_which_tile() -> None:
 
 
 def test_melds_laid_touching_are_told_apart() -> None:
-    reads = row(2, "5m/ 5m 5m | 6p/ 7p 8p | W W/ W W | 1s 1s/+1s 1s | back P P back",
-                meld_gap=0.6)  # fmt: skip
+    reads = row(2, "5m/ 5m 5m | 6p/ 7p 8p | W W/ W W | 1s 1s/+1s 1s | back P P back", meld_gap=0.6)
     view = group_seat(2, reads)
     assert [m.kind.value for m in view.melds] == [
         "pung",
@@ -151,8 +166,9 @@ def test_askew_tiles_of_another_size(twist: float, size: float) -> None:
     for name, side in (("2p", True), ("3p", False), ("4p", False)):
         width = size * 4 / 3 if side else size
         depth = size if side else size * 4 / 3
-        reads.append(tile_at(3, name, u + width / 2, 70 + depth / 2, sideways=side,
-                             twist=twist, size=size))  # fmt: skip
+        reads.append(
+            tile_at(3, name, u + width / 2, 70 + depth / 2, sideways=side, twist=twist, size=size)
+        )
         u += width + 0.8
     view = group_seat(3, reads)
     assert keys(view) == [key("chow", "234p", 2)]

@@ -227,9 +227,11 @@ class Calibration:
             image, h, (size, size), flags=cv2.INTER_AREA, borderMode=cv2.BORDER_REPLICATE
         )
 
-    def seat_strip_to_plane(self, seat: int, px_per_mm: float) -> np.ndarray:
+    def seat_strip_to_plane(
+        self, seat: int, px_per_mm: float, *, margin_mm: float = 0.0
+    ) -> np.ndarray:
         """The 3x3 matrix from a :meth:`seat_image` pixel to plane millimetres."""
-        depth = self.seat_depth(seat)
+        depth = self.seat_depth(seat) + margin_mm
         # strip pixel (sx, sy) is u = sx / ppm, v = depth - sy / ppm
         strip_to_seat = np.array(
             [[1 / px_per_mm, 0, 0], [0, -1 / px_per_mm, depth], [0, 0, 1]], dtype=np.float64
@@ -241,18 +243,20 @@ class Calibration:
         local = apply(self.geometry.plane_to_seat(seat), self.zones[_seat(seat)])
         return float(min(max(local[:, 1].max(), 1.0), self.geometry.side_mm / 2))
 
-    def seat_image(self, image: np.ndarray, seat: int, px_per_mm: float = 2.0) -> np.ndarray:
+    def seat_image(
+        self, image: np.ndarray, seat: int, px_per_mm: float = 2.0, *, margin_mm: float = 0.0
+    ) -> np.ndarray:
         """The strip of the table in front of ``seat`` as that player sees it: their edge at
         the bottom, the table's centre at the top, their tiles upright.
 
-        It spans the whole edge and the zone's depth, so a neighbour's corner shows at either
-        end; :meth:`seat_of` says whose a point is."""
+        It spans the whole edge and the zone's depth (plus ``margin_mm``), so a neighbour's
+        corner shows at either end; :meth:`seat_of` says whose a point is."""
         import cv2
 
         width = round(self.geometry.side_mm * px_per_mm)
-        height = round(self.seat_depth(seat) * px_per_mm)
-        plane_to_strip = np.linalg.inv(self.seat_strip_to_plane(seat, px_per_mm))
-        h = plane_to_strip @ self.homography_for(_size_of(image))
+        height = round((self.seat_depth(seat) + margin_mm) * px_per_mm)
+        to_plane = self.seat_strip_to_plane(seat, px_per_mm, margin_mm=margin_mm)
+        h = np.linalg.inv(to_plane) @ self.homography_for(_size_of(image))
         return cv2.warpPerspective(
             image, h, (width, height), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
         )

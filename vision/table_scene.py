@@ -180,13 +180,21 @@ class PlacedOnTable:
 class TableFrame:
     """A rendered frame: the BGR ``image``, the ``layout`` it shows, where every tile was laid
     (``placed``), the renderer's truth for the tiles in view (``truths``, whose ``index`` is
-    the position in ``placed``), and ``plane_to_image`` (3x3, plane millimetres to pixels)."""
+    the position in ``placed``), ``plane_to_image`` (3x3, plane millimetres to pixels) and how
+    much of each tile the arms over the table hide (``covered``)."""
 
     image: np.ndarray = field(repr=False)
     layout: TableLayout
     placed: tuple[PlacedOnTable, ...] = field(repr=False)
     truths: tuple[TileTruth, ...] = field(repr=False)
     plane_to_image: np.ndarray = field(repr=False)
+    covered: tuple[float, ...] = field(default=(), repr=False)
+    """For each of ``truths``, the fraction of it hidden under arms (all 0 without arms)."""
+
+    def visible(self, max_covered: float = 0.3) -> list[TileTruth]:
+        """The truths of the tiles not hidden under an arm (at most ``max_covered`` of them
+        covered): what a perfect recogniser would find in this frame."""
+        return [t for t, c in zip(self.truths, self.covered, strict=True) if c <= max_covered]
 
 
 class TableScene:
@@ -430,9 +438,31 @@ class TableScene:
         )
         to_image = self.plane_to_image(camera)
         image = rendered.image
+        h, w = image.shape[:2]
+        over = np.zeros((h, w), np.float32)
         for arm in layout.arms:
-            image = _draw_arm(image, arm, self.geometry, to_image, rng)
-        return TableFrame(image, layout, tuple(placed), tuple(rendered.tiles), to_image)
+            image, mask = _draw_arm(image, arm, self.geometry, to_image, rng)
+            over = np.maximum(over, mask)
+        covered = (
+            tuple(_coverage(over, t.quad) for t in rendered.tiles)
+            if layout.arms
+            else ((0.0,) * len(rendered.tiles))
+        )
+        return TableFrame(image, layout, tuple(placed), tuple(rendered.tiles), to_image, covered)
+
+
+def _coverage(mask: np.ndarray, quad: np.ndarray) -> float:
+    """The mean of ``mask`` over a quad (image pixels)."""
+    x0, y0 = np.floor(quad.min(axis=0)).astype(int)
+    x1, y1 = np.ceil(quad.max(axis=0)).astype(int) + 1
+    h, w = mask.shape
+    x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+    if x0 >= x1 or y0 >= y1:
+        return 0.0
+    inside = np.zeros((y1 - y0, x1 - x0), np.uint8)
+    cv2.fillConvexPoly(inside, np.round(quad - (x0, y0)).astype(np.int32), 1)
+    values = mask[y0:y1, x0:x1][inside.astype(bool)]
+    return float(values.mean()) if values.size else 0.0
 
 
 def _paste_marker(
@@ -478,9 +508,10 @@ def _draw_arm(
     geometry: TableGeometry,
     to_image: np.ndarray,
     rng: np.random.Generator,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """An arm from beyond the seat's edge to its fingertips, drawn over the picture (it is
-    above the table, so it hides tiles and casts no crisp edge)."""
+    above the table, so it hides tiles and casts no crisp edge). Returns the picture and the
+    arm's mask (0-1)."""
     u, v = arm.reach
     w = arm.width_mm
     start = np.array([u + (450 - u) * 0.15, -300.0])
@@ -537,7 +568,7 @@ def _draw_arm(
         layer[:] = tone
         layer += rng.normal(0, 3, (h, wid, 1)).astype(np.float32)
         out = out * (1 - mask[..., None]) + layer * mask[..., None]
-    return np.clip(out, 0, 255).astype(np.uint8)
+    return np.clip(out, 0, 255).astype(np.uint8), np.maximum(skin_mask, sleeve_mask)
 
 
 def random_layout(

@@ -1,0 +1,214 @@
+"""The table pipeline (vision/pipeline.py): simulator frames through calibration, the
+recogniser, grouping and the tracker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from controller.errors import CameraError, ModelError, VisionError
+from controller.rules.melds import Meld
+from controller.rules.tiles import Tile, parse_tiles
+from hardware_sim.camera import SimCamera
+from vision.calibration import CalibrationError, calibrate_from_markers
+from vision.camera import CameraLost, ImageFolderCamera
+from vision.detection import TileDetection
+from vision.pipeline import TablePipeline
+from vision.table_scene import ArmOver, SeatLayout, TableLayout
+from vision.tracker import ChangeKind, TableTracker
+
+STABLE = 3
+
+LAYOUT = TableLayout(
+    (
+        SeatLayout(
+            flowers=(Tile.SPRING, Tile.ORCHID),
+            melds=(Meld.of("pung", "EEE", 2), Meld.of("chow", "345p", 3)),
+        ),
+        SeatLayout(melds=(Meld.of("concealed_kong", "9999s"), Meld.of("kong", "CCCC", 0))),
+        SeatLayout(melds=(Meld.of("added_kong", "1111m", 1),), flowers=(Tile.WINTER,)),
+        SeatLayout(
+            open_tiles=tuple(parse_tiles("22m 456m 789p 33s 444s")),
+            melds=(Meld.of("pung", "FFF", 1),),
+        ),
+    ),
+    discards=tuple(parse_tiles("19m 19p 19s ESWN")),
+    walls=True,
+)
+
+
+class RendererTruth:
+    """The renderer's truth for the simulated camera's last frame, as detections: what a
+    perfect recogniser would report (tiles hidden under an arm are not seen). It answers only
+    for the very frame the camera rendered last."""
+
+    def __init__(self, camera: SimCamera) -> None:
+        self.camera = camera
+
+    def detect(self, image: np.ndarray) -> list[TileDetection]:
+        frame = self.camera.last_frame
+        assert frame is not None and np.array_equal(image, frame.image), "not the last frame"
+        return [TileDetection(t.label, 0.98, t.box, t.quad, t.sideways) for t in frame.visible()]
+
+
+@pytest.fixture
+def pipeline(sim_camera: SimCamera) -> TablePipeline:
+    calibration = calibrate_from_markers(sim_camera.read().image)
+    tracker = TableTracker(calibration.geometry, stable_frames=STABLE, remove_frames=4)
+    return TablePipeline(calibration, RendererTruth(sim_camera), tracker=tracker, mode="frame")
+
+
+def _melds(view) -> list[Meld | None]:
+    return [m.meld for m in view.melds]
+
+
+def test_one_frame_reads_every_seat(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
+    sim_camera.set_layout(LAYOUT)
+    reading = pipeline.read(sim_camera.read())
+    assert reading.index == 1 and reading.seconds > 0
+    for seat, view in zip(LAYOUT.seats, reading.views, strict=True):
+        assert _melds(view) == list(seat.melds)
+        assert view.flowers == seat.flowers
+        assert view.open_tiles == seat.open_tiles
+    assert not reading.needs_confirmation
+    # the walls and discards were found too, but belong to no seat
+    assert len(reading.reads) == len(sim_camera.last_frame.truths)  # type: ignore[union-attr]
+
+
+def test_changes_settle_over_frames(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
+    sim_camera.change_seat(2, melds=(Meld.of("pung", "1m1m1m", 1),))
+    updates = [pipeline.process(sim_camera.read()) for _ in range(STABLE)]
+    assert [len(u.changes) for u in updates] == [0] * (STABLE - 1) + [1]
+    (change,) = updates[-1].changes
+    assert change.kind is ChangeKind.MELD and change.seat == 2
+    sim_camera.change_seat(2, melds=(Meld.of("added_kong", "1111m", 1),), flowers=(Tile.PLUM,))
+    changes = [c for _ in range(STABLE) for c in pipeline.process(sim_camera.read()).changes]
+    assert sorted(c.kind.value for c in changes) == ["flower", "meld_changed"]
+    assert _melds(pipeline.views[2]) == [Meld.of("added_kong", "1111m", 1)]
+    assert pipeline.views[2].flowers == (Tile.PLUM,)
+
+
+def test_an_arm_over_the_table_erases_nothing(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    sim_camera.set_layout(LAYOUT)
+    for _ in range(STABLE):
+        pipeline.process(sim_camera.read())
+    settled = [v.to_json() for v in pipeline.views]
+    # arms reach over seat 0's melds and seat 3's laid-open hand, frame after frame
+    arms = (ArmOver(0, (200.0, 90.0), width_mm=110), ArmOver(3, (400.0, 40.0), width_mm=120))
+    sim_camera.set_layout(LAYOUT.with_arms(*arms))
+    changes = []
+    for _ in range(4 * STABLE):
+        update = pipeline.process(sim_camera.read())
+        changes += update.changes
+    frame = sim_camera.last_frame
+    assert frame is not None and sum(c > 0.3 for c in frame.covered) >= 4  # tiles were hidden
+    assert changes == []
+    assert [v.to_json() for v in pipeline.views] == settled
+
+
+def test_a_meld_taken_away_is_removed_once_seen_gone(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    sim_camera.change_seat(1, melds=(Meld.of("pung", "NNN", 3),))
+    for _ in range(STABLE):
+        pipeline.process(sim_camera.read())
+    sim_camera.clear()
+    changes = [c for _ in range(8) for c in pipeline.process(sim_camera.read()).changes]
+    assert [c.kind for c in changes] == [ChangeKind.REMOVED]
+    assert pipeline.views[1].is_empty
+    pipeline.reset()
+    assert all(v.is_empty for v in pipeline.views)
+
+
+def test_bare_table_is_told_from_tiles_and_hands(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    layout = TableLayout().with_seat(0, melds=(Meld.of("pung", "EEE", 2),))
+    layout = layout.with_arms(ArmOver(2, (450.0, 100.0), width_mm=120))
+    sim_camera.set_layout(layout)
+    image = sim_camera.read().image
+    is_bare = pipeline.bare_test(image)
+    frame = sim_camera.last_frame
+    assert frame is not None
+    tile = next(p for p in frame.placed if p.seat == 0)
+    assert not is_bare(tile.quad())
+    g = pipeline.calibration.geometry
+
+    def square(seat: int, u: float, v: float) -> np.ndarray:
+        from vision.calibration import apply
+
+        pts = [(u - 15, v - 20), (u + 15, v - 20), (u + 15, v + 20), (u - 15, v + 20)]
+        return apply(g.seat_to_plane(seat), pts)
+
+    assert is_bare(square(0, 600.0, 100.0))  # felt beside the meld
+    assert is_bare(square(1, 450.0, 100.0))
+    assert not is_bare(square(2, 450.0, 60.0))  # under the hand
+    assert not is_bare(square(0, -100.0, 50.0))  # off the table
+
+
+def test_watch_rides_out_a_camera_that_vanishes(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    sim_camera.change_seat(3, flowers=(Tile.SUMMER,))
+    errors: list[CameraError] = []
+
+    def on_error(exc: CameraError) -> None:
+        errors.append(exc)
+        if len(errors) == 3:
+            sim_camera.replug()  # somebody plugs it back in
+
+    updates = []
+    for n, update in enumerate(pipeline.watch(sim_camera, limit=6, retry_s=0, on_error=on_error)):
+        updates.append(update)
+        if n == 1:
+            sim_camera.unplug()
+    assert len(updates) == 6
+    assert isinstance(errors[0], CameraLost)
+    assert all("unplugged" in str(e) for e in errors[1:])
+    assert pipeline.views[3].flowers == (Tile.SUMMER,)
+
+
+def test_watch_ends_with_a_folder_of_frames(tmp_path: Path, sim_camera: SimCamera) -> None:
+    for i in range(3):
+        cv2.imwrite(str(tmp_path / f"{i}.png"), sim_camera.read().image)
+    (tmp_path / "3.png").write_bytes(b"broken")
+    calibration = calibrate_from_markers(sim_camera.read().image)
+
+    class NoTiles:
+        def detect(self, image: np.ndarray) -> list[TileDetection]:
+            return []
+
+    pipeline = TablePipeline(calibration, NoTiles())
+    errors: list[CameraError] = []
+    updates = list(pipeline.watch(ImageFolderCamera(tmp_path), retry_s=0, on_error=errors.append))
+    assert len(updates) == 3 and len(errors) == 1 and "3.png" in str(errors[0])
+
+
+def test_watch_stops_when_told(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
+    assert list(pipeline.watch(sim_camera, should_stop=lambda: True)) == []
+    assert len(list(pipeline.watch(sim_camera, limit=2))) == 2
+
+
+def test_bad_frames_and_settings_are_clear_errors(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    with pytest.raises(CameraError):
+        pipeline.process(None)  # type: ignore[arg-type]
+    with pytest.raises(CalibrationError, match="calibrated on 1280x960"):
+        pipeline.read(np.zeros((720, 1280, 3), np.uint8))
+    with pytest.raises(VisionError, match="mode"):
+        TablePipeline(pipeline.calibration, RendererTruth(sim_camera), mode="fast")
+    with pytest.raises(VisionError, match="px_per_mm"):
+        TablePipeline(pipeline.calibration, RendererTruth(sim_camera), px_per_mm=50)
+
+
+def test_a_missing_model_is_a_clear_error(tmp_path: Path, sim_camera: SimCamera) -> None:
+    from vision.recognizer import TileRecognizer
+
+    with pytest.raises(ModelError, match="no model folder"):
+        TablePipeline(sim_camera.true_calibration(), TileRecognizer(tmp_path / "nothing"))

@@ -1,0 +1,238 @@
+"""The table pipeline: camera frame -> table plane -> recogniser -> seat views -> tracker.
+
+:class:`TablePipeline` is what the controller calls. Given a :class:`~vision.calibration.
+Calibration` and a recogniser, :meth:`~TablePipeline.read` turns one frame into a
+:class:`TableReading` (every tile found, on the table plane, and each seat's
+:class:`~vision.melds.SeatView` from that frame alone); :meth:`~TablePipeline.process` also
+feeds the :class:`~vision.tracker.TableTracker` and returns a :class:`TableUpdate` with the
+settled views and the changes that settled with this frame; :meth:`~TablePipeline.watch`
+does that for every frame of a camera, riding out a camera that disappears.
+
+The recogniser reads, by default, each seat's strip of the table cut out of the frame and
+turned so that the seat's tiles stand upright (``mode="seats"``): perspective is removed and
+every tile is seen at the same scale. ``mode="frame"`` runs it on the camera frame as it is.
+Either way the tiles found are mapped onto the plane and grouped per seat.
+
+>>> pipeline = TablePipeline(load_calibration("calibration.json"))   # doctest: +SKIP
+>>> for update in pipeline.watch(open_camera("0")):                  # doctest: +SKIP
+...     for change in update.changes:
+...         print(change.describe())
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import cv2
+import numpy as np
+
+from controller.errors import CameraError, VisionError
+from vision.calibration import SEATS, Calibration
+from vision.camera import CameraLost, CameraSource, EndOfStream, Frame, as_bgr
+from vision.detection import TileDetection
+from vision.melds import SeatView, TileRead, group_table
+from vision.tracker import TableChange, TableTracker
+
+MODES = ("seats", "frame")
+STRIP_MARGIN_MM = 25.0
+"""How far beyond its zone a seat's strip reaches, so a tile on the zone's edge is seen whole."""
+BARE_PX_PER_MM = 0.5
+"""Resolution of the picture used to tell bare table from a hand over it."""
+
+
+class Recognizer(Protocol):
+    """What the pipeline needs of a recogniser (:class:`vision.recognizer.TileRecognizer`)."""
+
+    def detect(self, image: np.ndarray) -> list[TileDetection]: ...
+
+
+@dataclass(frozen=True)
+class TableReading:
+    """One frame, read: ``views`` (a :class:`SeatView` per seat, from this frame alone),
+    ``reads`` (every tile found on the table plane, in the zones or not), the frame's
+    ``index`` and ``timestamp``, and ``seconds`` spent reading it."""
+
+    index: int
+    timestamp: float
+    views: tuple[SeatView, ...]
+    reads: tuple[TileRead, ...] = field(repr=False)
+    seconds: float = 0.0
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return any(v.needs_confirmation for v in self.views)
+
+
+@dataclass(frozen=True)
+class TableUpdate:
+    """What one frame changed: the frame's own ``reading``, the ``changes`` that settled with
+    it, and every seat's settled ``views`` after it."""
+
+    reading: TableReading
+    changes: tuple[TableChange, ...]
+    views: tuple[SeatView, ...]
+
+
+class TablePipeline:
+    """Reads a calibrated table frame by frame.
+
+    ``calibration`` maps the camera to the table; ``recognizer`` finds and classifies tiles
+    (default: :class:`~vision.recognizer.TileRecognizer` with the committed model, which
+    raises :class:`~controller.errors.ModelError` when the model is missing or corrupt);
+    ``tracker`` settles readings over frames (default: a :class:`TableTracker` for the
+    calibration's table); ``mode`` is ``"seats"`` or ``"frame"`` (see the module's notes);
+    ``px_per_mm`` the resolution of the seat strips.
+    """
+
+    def __init__(
+        self,
+        calibration: Calibration,
+        recognizer: Recognizer | None = None,
+        *,
+        tracker: TableTracker | None = None,
+        mode: str = "seats",
+        px_per_mm: float = 1.5,
+    ) -> None:
+        if mode not in MODES:
+            raise VisionError(f"the pipeline's mode is 'seats' or 'frame', not {mode!r}")
+        if not 0.2 <= px_per_mm <= 8:
+            raise VisionError(f"px_per_mm must be between 0.2 and 8, not {px_per_mm}")
+        if recognizer is None:
+            from vision.recognizer import TileRecognizer
+
+            recognizer = TileRecognizer()
+        self.calibration = calibration
+        self.recognizer = recognizer
+        self.tracker = tracker or TableTracker(calibration.geometry)
+        self.mode = mode
+        self.px_per_mm = float(px_per_mm)
+        self._frames = 0
+        self._zone_mask = self._zones_at(BARE_PX_PER_MM)
+
+    # -- one frame -----------------------------------------------------------------------------
+
+    def read(self, frame: Frame | np.ndarray) -> TableReading:
+        """Find and group the tiles of one frame (the tracker is not touched)."""
+        start = time.perf_counter()
+        image, index, stamp = self._unpack(frame)
+        reads = self._find(image)
+        views = group_table(reads, self.calibration)
+        seconds = time.perf_counter() - start
+        return TableReading(index, stamp, views, tuple(reads), seconds)
+
+    def process(self, frame: Frame | np.ndarray) -> TableUpdate:
+        """Read a frame and settle it into the tracker: the changes it confirms and every
+        seat's settled view."""
+        image, index, stamp = self._unpack(frame)
+        reading = self.read(Frame(image, index, stamp, "frame"))
+        changes = self.tracker.update(reading.views, is_bare=self.bare_test(image))
+        return TableUpdate(reading, tuple(changes), self.tracker.views)
+
+    @property
+    def views(self) -> tuple[SeatView, ...]:
+        """Every seat's settled view."""
+        return self.tracker.views
+
+    def reset(self) -> None:
+        """A new hand: the tracker forgets the last one's tiles."""
+        self.tracker.reset()
+
+    def watch(
+        self,
+        camera: CameraSource,
+        *,
+        limit: int | None = None,
+        retry_s: float = 2.0,
+        on_error: Callable[[CameraError], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Iterator[TableUpdate]:
+        """Process every frame of ``camera`` (up to ``limit``), yielding each update.
+
+        A camera that disappears (:class:`~vision.camera.CameraLost`), cannot be reopened, or
+        delivers an unusable frame is reported to ``on_error`` and retried after ``retry_s``
+        seconds, for as long as ``should_stop`` (checked before every frame) says to go on; the
+        end of a video or image folder ends the loop.
+        """
+        done = 0
+        while limit is None or done < limit:
+            if should_stop is not None and should_stop():
+                return
+            try:
+                frame = camera.read()
+            except EndOfStream:
+                return
+            except CameraError as exc:
+                if on_error is not None:
+                    on_error(exc)
+                if isinstance(exc, CameraLost) or not camera.is_open:
+                    time.sleep(retry_s)
+                continue
+            yield self.process(frame)
+            done += 1
+
+    # -- finding tiles -------------------------------------------------------------------------
+
+    def _unpack(self, frame: Frame | np.ndarray) -> tuple[np.ndarray, int, float]:
+        if isinstance(frame, Frame):
+            image, index, stamp = frame.image, frame.index, frame.timestamp
+        else:
+            image, index, stamp = as_bgr(frame, "the frame"), self._frames, time.monotonic()
+        self._frames = index + 1
+        return image, index, stamp
+
+    def _find(self, image: np.ndarray) -> list[TileRead]:
+        cal = self.calibration
+        size = (int(image.shape[1]), int(image.shape[0]))
+        if self.mode == "frame":
+            to_plane = cal.homography_for(size)
+            return [TileRead.from_detection(d, to_plane) for d in self.recognizer.detect(image)]
+        reads: list[TileRead] = []
+        for seat in range(SEATS):
+            strip = cal.seat_image(image, seat, self.px_per_mm, margin_mm=STRIP_MARGIN_MM)
+            to_plane = cal.seat_strip_to_plane(seat, self.px_per_mm, margin_mm=STRIP_MARGIN_MM)
+            for det in self.recognizer.detect(strip):
+                read = TileRead.from_detection(det, to_plane)
+                # a neighbour's corner shows at each end of the strip: its own strip reads it
+                if cal.seat_of(read.centre) == seat:
+                    reads.append(read)
+        return reads
+
+    # -- bare table ----------------------------------------------------------------------------
+
+    def _zones_at(self, ppm: float) -> np.ndarray:
+        side = round(self.calibration.geometry.side_mm * ppm)
+        mask = np.zeros((side, side), np.uint8)
+        for zone in self.calibration.zones:
+            cv2.fillPoly(mask, [np.round(zone * ppm).astype(np.int32)], 1)
+        return mask.astype(bool)
+
+    def bare_test(self, image: np.ndarray) -> Callable[[np.ndarray], bool]:
+        """For one frame, a test of whether a place on the plane (a quad, millimetres) shows
+        bare table: most of its pixels have the felt's colour (the colour most of the seat
+        zones show), so a hand, a sleeve or a tile there is not bare."""
+        ppm = BARE_PX_PER_MM
+        plane = self.calibration.plane_image(image, ppm)
+        lab = cv2.cvtColor(plane, cv2.COLOR_BGR2LAB).astype(np.int16)
+        felt = np.median(lab[self._zone_mask], axis=0)
+        # chroma says felt more reliably than lightness, which falls off across the table
+        chroma = np.abs(lab[..., 1:] - felt[1:]).max(axis=2)
+        lightness = np.abs(lab[..., 0] - felt[0])
+        feltish = (chroma <= 14) & (lightness <= 70)
+
+        def is_bare(quad: np.ndarray) -> bool:
+            pts = np.asarray(quad, np.float64) * ppm
+            x0, y0 = np.floor(pts.min(axis=0)).astype(int)
+            x1, y1 = np.ceil(pts.max(axis=0)).astype(int) + 1
+            h, w = feltish.shape
+            x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
+            if x0 >= x1 or y0 >= y1:
+                return False
+            mask = np.zeros((y1 - y0, x1 - x0), np.uint8)
+            cv2.fillConvexPoly(mask, np.round(pts - (x0, y0)).astype(np.int32), 1)
+            inside = feltish[y0:y1, x0:x1][mask.astype(bool)]
+            return bool(inside.size and inside.mean() >= 0.85)
+
+        return is_bare
