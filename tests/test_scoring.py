@@ -375,3 +375,12 @@ def test_a_plain_hand_is_not_ready(shanghai):
     # it waits on N by shape, but 平胡 cannot win: not ready under Shanghai rules
     assert not is_ready(Hand.parse("123m 456p 789s EEE N"), shanghai)
     assert is_ready(Hand.parse("123m 456p 789s EEE N"), custom(hands={"pinghu": "flowers"}))
+
+
+def test_seven_pairs_is_not_a_shape_of_its_own(make_win, shanghai):
+    refused = score_win(make_win("11m 55m 99p 22p 44s 88s E +E"), shanghai)
+    assert isinstance(refused, Refusal)
+
+
+def test_house_fengpeng_is_two_lezi(make_win):
+    assert score(make_win("[EEE<1] SSS WWW CCC F +F"), load_profile("house")).value == 20

@@ -287,3 +287,18 @@ def test_random_wins_are_mostly_valid_and_varied(shanghai):
     rng = random.Random(7)
     kinds = {settle([random_win(rng)], shanghai).results[0].score.hand for _ in range(400)}
     assert len(kinds) >= 6
+
+
+def test_house_partner_joins_any_discard(make_win):
+    house = load_profile("house")
+    win = make_win(
+        PENGPENG, how="discard", discarder=3, bound_pairs=((0, 2),), discarder_ready=False
+    )
+    assert shares(settle([win], house)) == {3: 1, 2: 1}
+    assert shares(settle([make_win(PENGPENG, bound_pairs=((0, 2),))], house)) == {1: 1, 2: 3, 3: 1}
+
+
+def test_seed_001_three_partners_each_pay_five(make_win, shanghai):
+    """001: A bound with B, C and D; A self-draws: B, C and D each pay 5 shares."""
+    win = make_win(PENGPENG, bound_pairs=((0, 1), (0, 2), (0, 3)))
+    assert shares(settle([win], load_profile("lazi"))) == {1: 5, 2: 5, 3: 5}
