@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from controller.errors import DeviceError, MahjongTableError, StorageError, VisionError
 
-COMMAND_MODULES: tuple[str, ...] = ("controller.score_cli", "vision.cli")
+COMMAND_MODULES: tuple[str, ...] = ("controller.score_cli", "vision.cli", "vision.calibrate_cli")
 
 EXIT_OK = 0
 EXIT_NO = 1

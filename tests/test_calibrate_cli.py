@@ -1,0 +1,163 @@
+"""``mahjong-table calibrate`` end to end, on frames of the simulated camera."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from controller.cli import main
+from hardware_sim.camera import SimCamera
+from vision.calibration import MARKER_IDS, find_markers, load_calibration
+from vision.table_scene import ArmOver, TableLayout
+
+
+def _max_error_mm(path: Path, camera: SimCamera) -> float:
+    cal = load_calibration(path)
+    truth = camera.true_calibration()
+    grid = np.array([(x, y) for x in (0, 300, 600, 900) for y in (0, 300, 600, 900)], float)
+    return float(np.linalg.norm(cal.to_plane(truth.to_image(grid)) - grid, axis=1).max())
+
+
+@pytest.fixture
+def frame_png(tmp_path: Path, sim_camera: SimCamera) -> Path:
+    path = tmp_path / "frame.png"
+    cv2.imwrite(str(path), sim_camera.read().image)
+    return path
+
+
+def test_calibrates_from_a_picture_and_saves(
+    tmp_path: Path, frame_png: Path, sim_camera: SimCamera, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cfg" / "calibration.json"
+    preview = tmp_path / "preview.png"
+    code = main(
+        ["calibrate", "--image", str(frame_png), "--out", str(out), "--preview", str(preview)]
+    )
+    assert code == 0
+    assert "calibrated from markers" in capsys.readouterr().out
+    assert _max_error_mm(out, sim_camera) < 2.5
+    drawn = cv2.imread(str(preview))
+    assert drawn.shape == (960, 1280, 3)
+    assert np.abs(drawn.astype(int) - cv2.imread(str(frame_png)).astype(int)).sum() > 0
+
+
+def test_json_output(tmp_path: Path, frame_png: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "c.json"
+    assert main(["calibrate", "--image", str(frame_png), "--out", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["saved"] == str(out) and data["method"] == "aruco" and len(data["zones"]) == 4
+
+
+def test_keeps_trying_frames_until_the_markers_show(tmp_path: Path, sim_camera: SimCamera) -> None:
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    g = sim_camera.scene.geometry
+    # a hand over marker 0 in the first frames, then it is lifted
+    reach = g.plane_to_seat(0) @ [*g.marker_centre(0), 1.0]
+    covered = TableLayout(arms=(ArmOver(0, (reach[0], reach[1] + 40), width_mm=140),))
+    for i in range(2):
+        cv2.imwrite(str(frames / f"{i}.png"), sim_camera.render(covered).image)
+    cv2.imwrite(str(frames / "2.png"), sim_camera.render().image)
+    out = tmp_path / "c.json"
+    assert main(["calibrate", "--camera", str(frames), "--out", str(out)]) == 0
+    assert load_calibration(out).method == "aruco"
+
+
+def test_markers_out_of_sight_is_a_hardware_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blank = tmp_path / "blank.png"
+    cv2.imwrite(str(blank), np.full((480, 640, 3), 80, np.uint8))
+    code = main(["calibrate", "--image", str(blank), "--out", str(tmp_path / "c.json")])
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "marker 0 (corner of seats 0 and 1)" in err and "Traceback" not in err
+    assert not (tmp_path / "c.json").exists()
+    assert main(["calibrate", "--image", str(tmp_path / "none.png")]) == 3
+
+
+def test_by_hand_with_four_corners(tmp_path: Path, frame_png: Path, sim_camera: SimCamera) -> None:
+    truth = sim_camera.true_calibration()
+    corners = truth.to_image([truth.geometry.table_corner(k) for k in MARKER_IDS])
+    text = " ".join(f"{x:.1f},{y:.1f}" for x, y in corners)
+    out = tmp_path / "c.json"
+    saved = tmp_path / "used.png"
+    assert (
+        main(
+            [
+                "calibrate",
+                "--image",
+                str(frame_png),
+                "--corners",
+                text,
+                "--out",
+                str(out),
+                "--save-frame",
+                str(saved),
+            ]
+        )
+        == 0
+    )
+    assert load_calibration(out).method == "manual"
+    assert _max_error_mm(out, sim_camera) < 1.0
+    assert cv2.imread(str(saved)).shape == (960, 1280, 3)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--corners", "1,2 3,4 5,6"], "four corners"),
+        (["--corners", "1,2 3,4 5,6 7;8"], "x,y"),
+        (["--size", "big"], "WxH"),
+        (["--marker-mm", "-5"], "positive"),
+        (["--frames", "0"], "--frames"),
+    ],
+)
+def test_bad_arguments_exit_2(
+    args: list[str], message: str, frame_png: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["calibrate", "--image", str(frame_png), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_check_says_whether_the_camera_moved(
+    tmp_path: Path, frame_png: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "c.json"
+    assert main(["calibrate", "--image", str(frame_png), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["calibrate", "--check", "--image", str(frame_png), "--out", str(out)]) == 0
+    assert "still calibrated" in capsys.readouterr().out
+    moved = SimCamera(seed=0, turn=2.0)
+    moved_png = tmp_path / "moved.png"
+    cv2.imwrite(str(moved_png), moved.read().image)
+    assert (
+        main(["calibrate", "--check", "--image", str(moved_png), "--out", str(out), "--json"]) == 1
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["moved"] is True and max(report["drift_mm"].values()) > 5
+    code = main(["calibrate", "--check", "--image", str(frame_png), "--out", str(tmp_path / "x")])
+    assert code == 3
+    assert "run 'mahjong-table calibrate'" in capsys.readouterr().err
+
+
+def test_writes_the_markers_to_print(tmp_path: Path) -> None:
+    sheet = tmp_path / "markers.png"
+    assert main(["calibrate", "--markers-sheet", str(sheet)]) == 0
+    assert sorted(find_markers(cv2.imread(str(sheet)))) == [0, 1, 2, 3]
+
+
+def test_listed_in_the_help() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "calibrate" in out

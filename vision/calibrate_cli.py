@@ -1,0 +1,272 @@
+"""``mahjong-table calibrate``: measure where the table lies in the overhead camera's view.
+
+With the four corner markers in place and the camera mounted, run::
+
+    mahjong-table calibrate --camera 0 --out calibration.json --preview check.png
+
+It takes frames until it sees all four markers, fits the table plane, writes the calibration
+and, with ``--preview``, a picture of the seat zones drawn over the frame to check by eye.
+Without markers, give the table's four corners picked in a saved frame (``--save-frame``)::
+
+    mahjong-table calibrate --image frame.png --corners "1012,880 1020,75 262,70 250,884"
+
+``--check`` compares a saved calibration with what the camera sees now (has it moved?);
+``--markers-sheet`` writes the page of markers to print. See ``docs/camera.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for annotations: the handler imports these when it runs
+    import numpy as np
+
+    from vision.calibration import Calibration, TableGeometry
+
+EXIT_OK = 0
+EXIT_NO = 1
+EXIT_INPUT = 2
+DRIFT_TOLERANCE_MM = 5.0
+"""How far a marker may seem to have moved before ``--check`` says to calibrate again."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "calibrate",
+        help="measure the table in the overhead camera's view",
+        description="Find the four corner markers (or take four corners given by hand) in a "
+        "camera frame and save the mapping from the camera to the table and the seats' zones. "
+        "Exit status 0 when saved (or, with --check, when the camera has not moved), 1 when "
+        "--check finds it moved, 2 for bad arguments, 3 when the camera or markers cannot be "
+        "read.",
+    )
+    src = p.add_mutually_exclusive_group()
+    src.add_argument(
+        "--camera",
+        default="0",
+        help="camera to read: an index (0), a device (/dev/video0), a URL, 'picamera', a "
+        "video file or a folder of images (default 0)",
+    )
+    src.add_argument("--image", type=Path, help="calibrate from this still picture instead")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("calibration.json"),
+        help="where to write the calibration (default calibration.json)",
+    )
+    p.add_argument("--size", help="frame size to ask the camera for, WxH (e.g. 1280x960)")
+    p.add_argument("--frames", type=int, default=15, help="frames to try before giving up")
+    p.add_argument(
+        "--corners",
+        help="calibrate by hand: the four table corners in pixels, 'x,y x,y x,y x,y', in "
+        "marker order (corner of seats 0/1, 1/2, 2/3, 3/0)",
+    )
+    p.add_argument("--table-mm", type=float, default=900.0, help="side of the playing surface")
+    p.add_argument("--marker-mm", type=float, default=50.0, help="side of a marker's black square")
+    p.add_argument(
+        "--marker-inset-mm",
+        type=float,
+        default=40.0,
+        help="distance from each table edge to a marker's centre",
+    )
+    p.add_argument(
+        "--zone-depth-mm",
+        type=float,
+        default=185.0,
+        help="how far each seat's zone reaches from its edge",
+    )
+    p.add_argument("--preview", type=Path, help="write the frame with the seat zones drawn")
+    p.add_argument("--save-frame", type=Path, help="write the frame used (to pick corners in)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="do not write: say how far the markers now lie from the saved calibration",
+    )
+    p.add_argument(
+        "--markers-sheet",
+        type=Path,
+        metavar="PNG",
+        help="write the printable page of markers (300 dpi A4) and stop",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=calibrate_command)
+
+
+def _size(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--size is WxH, like 1280x960, not {text!r}") from None
+    if w < 16 or h < 16:
+        raise ValueError(f"--size {text} is too small")
+    return w, h
+
+
+def _corners(text: str) -> list[tuple[float, float]]:
+    points = []
+    for part in text.replace(";", " ").split():
+        try:
+            x, y = (float(v) for v in part.split(","))
+        except ValueError:
+            raise ValueError(f"--corners takes 'x,y' pairs, and {part!r} is not one") from None
+        points.append((x, y))
+    if len(points) != 4:
+        raise ValueError(f"--corners takes four corners, not {len(points)}")
+    return points
+
+
+def calibrate_command(args: argparse.Namespace) -> int:
+    from vision.calibration import CalibrationError, TableGeometry, marker_sheet
+
+    try:
+        geometry = TableGeometry(
+            side_mm=args.table_mm,
+            marker_mm=args.marker_mm,
+            marker_inset_mm=args.marker_inset_mm,
+            zone_depth_mm=args.zone_depth_mm,
+        )
+        size = _size(args.size)
+        corners = _corners(args.corners) if args.corners else None
+        if args.frames < 1:
+            raise ValueError("--frames must be 1 or more")
+    except (ValueError, CalibrationError) as exc:
+        print(f"mahjong-table calibrate: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+
+    if args.markers_sheet:
+        _write(args.markers_sheet, marker_sheet(geometry))
+        print(f"wrote the markers to print to {args.markers_sheet} (print at 100%)")
+        return EXIT_OK
+    if args.check:
+        return _check(args, size)
+
+    image, calibration = _calibrate(args, geometry, size, corners)
+    if args.save_frame:
+        _write(args.save_frame, image)
+    if args.preview:
+        _write(args.preview, preview(image, calibration))
+    calibration.save(args.out)
+    result = calibration.to_json()
+    if args.json:
+        print(json.dumps({"saved": str(args.out), **result}, indent=2))
+    else:
+        how = "markers" if calibration.method == "aruco" else "corners given by hand"
+        print(
+            f"calibrated from {how}: table {geometry.side_mm:g} mm seen in "
+            f"{calibration.image_size[0]}x{calibration.image_size[1]} frames, fit within "
+            f"{calibration.error_mm:.1f} mm; saved to {args.out}"
+        )
+    return EXIT_OK
+
+
+def _frames(args: argparse.Namespace, size: tuple[int, int] | None) -> Iterator[np.ndarray]:
+    """Frames to calibrate from: the still picture, or up to ``--frames`` from the camera."""
+    from vision.camera import EndOfStream, open_camera, read_image
+
+    if args.image:
+        yield read_image(args.image)
+        return
+    camera = open_camera(args.camera, size=size)
+    try:
+        for _ in range(args.frames):
+            try:
+                yield camera.read().image
+            except EndOfStream:
+                return
+    finally:
+        camera.close()
+
+
+def _calibrate(
+    args: argparse.Namespace,
+    geometry: TableGeometry,
+    size: tuple[int, int] | None,
+    corners: list[tuple[float, float]] | None,
+) -> tuple[np.ndarray, Calibration]:
+    from vision.calibration import CalibrationError, calibrate_from_markers, calibrate_manual
+
+    last_error: CalibrationError | None = None
+    image = None
+    for image in _frames(args, size):
+        if corners is not None:
+            h, w = image.shape[:2]
+            return image, calibrate_manual(corners, (w, h), geometry)
+        try:
+            return image, calibrate_from_markers(image, geometry)
+        except CalibrationError as exc:  # cameras take a few frames to settle their exposure
+            last_error = exc
+    if last_error is not None:
+        raise last_error
+    raise CalibrationError("the camera gave no frames to calibrate from")
+
+
+def _check(args: argparse.Namespace, size: tuple[int, int] | None) -> int:
+    from vision.calibration import load_calibration
+
+    calibration = load_calibration(args.out)
+    drift: dict[int, float] = {}
+    for image in _frames(args, size):
+        drift = calibration.marker_drift_mm(image)
+        if len(drift) == 4:
+            break
+    if not drift:
+        print("mahjong-table calibrate: no markers in view to check against", file=sys.stderr)
+        return EXIT_NO
+    worst = max(drift.values())
+    moved = worst > DRIFT_TOLERANCE_MM
+    if args.json:
+        rounded = {str(k): round(v, 2) for k, v in drift.items()}
+        print(json.dumps({"drift_mm": rounded, "moved": moved}))
+    else:
+        shown = ", ".join(f"marker {k}: {v:.1f} mm" for k, v in sorted(drift.items()))
+        verdict = "the camera has moved: calibrate again" if moved else "still calibrated"
+        print(f"{shown}; {verdict}")
+    return EXIT_NO if moved else EXIT_OK
+
+
+def preview(image: np.ndarray, calibration: Calibration) -> np.ndarray:
+    """The frame with each seat's zone outlined and named, and crosses where the markers'
+    centres should be, for an installer to check the calibration by eye."""
+    import cv2
+    import numpy as np
+
+    from vision.calibration import apply
+
+    out = image.copy()
+    colours = [(0, 200, 255), (255, 120, 0), (60, 220, 60), (200, 60, 255)]
+    size = (out.shape[1], out.shape[0])
+    g = calibration.geometry
+    for seat, zone in enumerate(calibration.zones):
+        pts = np.round(calibration.to_image(zone, size)).astype(np.int32)
+        cv2.polylines(out, [pts], True, colours[seat], 2, cv2.LINE_AA)
+        name_at = apply(g.seat_to_plane(seat), [(g.side_mm / 2 - 40, 40.0)])
+        x, y = calibration.to_image(name_at, size)[0]
+        cv2.putText(
+            out, f"seat {seat}", (int(x), int(y)), cv2.FONT_HERSHEY_SIMPLEX, 0.9, colours[seat], 2
+        )
+    for k in range(4):
+        x, y = calibration.to_image([g.marker_centre(k)], size)[0]
+        cv2.drawMarker(out, (int(x), int(y)), (0, 0, 255), cv2.MARKER_CROSS, 24, 2)
+    return out
+
+
+def _write(path: Path, image: np.ndarray) -> None:
+    import cv2
+
+    from vision.calibration import CalibrationError
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ok, data = cv2.imencode(path.suffix or ".png", image)
+    if not ok:
+        raise CalibrationError(f"cannot write a picture as {path.suffix!r}: use .png or .jpg")
+    try:
+        path.write_bytes(data.tobytes())
+    except OSError as exc:
+        raise CalibrationError(f"cannot write {path}: {exc.strerror or exc}") from None
