@@ -106,6 +106,13 @@ class Hands:
     dihu: str | int | None
     pinghu: str | int | None
     flower_hand_cap: int
+    values: dict[str, str | int | None] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Scoring looks every candidate hand type up by name: one dict, built once.
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        values.pop("flower_hand_cap")
+        object.__setattr__(self, "values", values)
 
 
 @dataclass(frozen=True, slots=True)

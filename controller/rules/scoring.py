@@ -227,7 +227,7 @@ def _value(
     """(base, cap, value, events, doublers) of one candidate hand type."""
     units = profile.units
     lezi = units.lezi
-    setting = getattr(profile.hands, hand_type)
+    setting = profile.hands.values[hand_type]
     name = _HAND_NAMES[hand_type][0]
     if setting == FLOWERS:
         raw = units.base + units.flower * hua_total
@@ -308,9 +308,9 @@ def _steps(events: list[_Event], profile: Profile) -> tuple[Step, ...]:
     )
 
 
-def _base_value(hand_type: HandType, profile: Profile, hua_total: int) -> int:
-    """A hand type's value before raises and doublers (step 1 of the working)."""
-    setting = getattr(profile.hands, hand_type)
+def _base_value(setting: str | int | None, profile: Profile, hua_total: int) -> int:
+    """A hand type's value before raises and doublers (step 1 of the working), from its
+    profile setting."""
     units = profile.units
     if setting == FLOWERS:
         return min(
@@ -347,18 +347,28 @@ def score_win(win: Win, profile: Profile) -> Score | Refusal:
     ):
         tile = win.hand.winning_tile.code
         return Refusal(f"漏胡: {tile} was passed on since the winner's last draw or claim")
-    hands = profile.hands
-    allowed = [c for c in _candidates(win) if getattr(hands, c[0]) is not None]
+    values = profile.hands.values
+    allowed = [c for c in _candidates(win) if values[c[0]] is not None]
     if not allowed:
         return Refusal(_why_not(win, profile))
     items = count_hua(win.hand, win.flowers, profile)
-    total = sum(i.hua for i in items)
-    ordinary = [c for c in allowed if c[0] not in _SPECIAL]
-    finalists = [c for c in allowed if c[0] in _SPECIAL]
-    if ordinary:
-        finalists.append(
-            max(ordinary, key=lambda c: (_base_value(c[0], profile, total), ordinary.index(c)))
-        )
+    total = 0
+    for item in items:
+        total += item.hua
+    # The best ordinary type by base value (a later candidate is more specific: it wins ties),
+    # then the whole-hand wins, each worked out in full.
+    finalists = []
+    top = -1
+    best_ordinary = None
+    for c in allowed:
+        if c[0] in _SPECIAL:
+            finalists.append(c)
+        else:
+            base = _base_value(values[c[0]], profile, total)
+            if base >= top:
+                top, best_ordinary = base, c
+    if best_ordinary is not None:
+        finalists.append(best_ordinary)
     best = None
     for hand_type, pungs in finalists:
         worked = _value(hand_type, win, profile, total)
@@ -418,7 +428,7 @@ def winning_tiles(hand: Hand, profile: Profile) -> list[Tile]:
             continue
         tile = Tile(t)
         trial = Hand(hand.concealed, hand.melds, (), tile)
-        if any(getattr(profile.hands, ht.value) is not None for ht, _ in _shape_candidates(trial)):
+        if any(profile.hands.values[ht] is not None for ht, _ in _shape_candidates(trial)):
             out.append(tile)
     return out
 
