@@ -44,7 +44,7 @@ TILE_MM = 30.0
 """A tile's short side (its width seen upright), millimetres."""
 TILE_LONG_MM = 40.0
 """A tile's long side."""
-TOUCH_MM = 0.6
+TOUCH_MM = 1.0
 """The gap left between tiles that touch (players push them together, not quite)."""
 MELD_GAP_MM = 12.0
 """The gap players leave between one meld and the next."""
@@ -311,7 +311,9 @@ class TableScene:
         sideways: bool,
         rng: np.random.Generator,
     ) -> PlacedOnTable:
-        du, dv, twist = (rng.normal(0, 0.6), rng.normal(0, 0.6), rng.normal(0, 1.2))
+        # nudged as a hand lays tiles, never so far that touching tiles would overlap
+        du, dv = np.clip(rng.normal(0, 0.6, 2), -0.4, 0.4)
+        twist = float(np.clip(rng.normal(0, 1.2), -2.5, 2.5))
         if not self.jitter:
             du = dv = twist = 0.0
         centre, angle = self._to_plane(seat, u + du, v + dv, sideways, twist)
@@ -369,29 +371,36 @@ class TableScene:
             elif kind is MeldKind.ADDED_KONG:
                 tiles = tiles[:3]
         v0 = MELD_ROW_V
+        stack_u = 0.0
         for j, t in enumerate(tiles):
             side = j == claimed_at
             w = TILE_LONG_MM if side else TILE_MM
             depth = TILE_MM if side else TILE_LONG_MM
-            cu = u + w / 2
-            out.append(self._tile(seat, t, cu, v0 + depth / 2, "meld", index, side, rng))
-            if side and kind is MeldKind.ADDED_KONG:
-                cv = v0 + TILE_MM + TOUCH_MM + TILE_MM / 2
-                out.append(self._tile(seat, meld.tiles[3], cu, cv, "meld", index, True, rng))
+            if side:
+                stack_u = u + w / 2
+            out.append(self._tile(seat, t, u + w / 2, v0 + depth / 2, "meld", index, side, rng))
             u += w + TOUCH_MM
+        if kind is MeldKind.ADDED_KONG:
+            # the added tile beside the claimed one, towards the centre; laid later, with its
+            # own nudge, so the pung it joins does not move
+            v = v0 + TILE_MM + TOUCH_MM + TILE_MM / 2
+            stack_rng = self._rng(seat, 4, index)
+            out.append(self._tile(seat, meld.tiles[3], stack_u, v, "meld", index, True, stack_rng))
         return u
 
     def _discards(self, discards: Sequence[Tile]) -> list[PlacedOnTable]:
+        """Discards in the centre, each turned to face one of the players, on a grid wide
+        enough for a tile turned either way."""
         out = []
         s = self.geometry.side_mm
-        per_row = 8
-        x0 = s / 2 - per_row * (TILE_MM + 2) / 2 + TILE_MM / 2
-        y0 = s / 2 - 90
+        per_row, pitch = 8, TILE_LONG_MM + 4
+        x0 = s / 2 - (per_row - 1) * pitch / 2
+        y0 = s / 2 - 2 * pitch
         for i, t in enumerate(discards):
             rng = self._rng(9, i)
-            x = x0 + (i % per_row) * (TILE_MM + 2)
-            y = y0 + (i // per_row) * (TILE_LONG_MM + 4)
-            angle = float(rng.normal(0, 4) + 90 * rng.integers(4)) % 360
+            x = x0 + (i % per_row) * pitch
+            y = y0 + (i // per_row) * pitch
+            angle = float(rng.normal(0, 3) + 90 * rng.integers(4)) % 360
             out.append(PlacedOnTable(int(t), (x, y), angle, None, "discard", i))
         return out
 
@@ -402,7 +411,9 @@ class TableScene:
             rng = self._rng(8, k)
             u = self.geometry.side_mm / 2 - stacks * TILE_MM / 2 + TILE_MM / 2
             for i in range(stacks):
-                c, a = self._to_plane(k, u + i * TILE_MM, WALL_V + TILE_LONG_MM / 2, False, 0.0)
+                c, a = self._to_plane(
+                    k, u + i * (TILE_MM + TOUCH_MM), WALL_V + TILE_LONG_MM / 2, False, 0.0
+                )
                 a = (a + float(rng.normal(0, 0.5))) % 360
                 out.append(PlacedOnTable(BACK, c, a, None, "wall", i))
         return out

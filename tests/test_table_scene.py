@@ -1,0 +1,151 @@
+"""The overhead table scene (vision/table_scene.py): layouts, placement, rendering."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.rules.melds import Meld
+from controller.rules.tiles import COPIES, Tile, parse_tiles
+from vision.calibration import Calibration, apply
+from vision.labels import BACK
+from vision.table_scene import (
+    ArmOver,
+    SceneError,
+    SeatLayout,
+    TableLayout,
+    TableScene,
+    random_layout,
+)
+
+SCENE = TableScene(seed=2)
+CAL = Calibration(np.eye(3), (900, 900))
+
+
+def _quads_overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """More than a sliver in common (touching tiles nudged by a hand may share a little)."""
+    import cv2
+
+    area, _ = cv2.intersectConvexConvex(a.astype(np.float32), b.astype(np.float32))
+    return area > 30.0
+
+
+def test_layouts_refuse_what_cannot_lie_on_a_table() -> None:
+    with pytest.raises(SceneError, match="not flowers"):
+        SeatLayout(flowers=(Tile.EAST,))
+    with pytest.raises(SceneError, match="never part"):
+        SeatLayout(open_tiles=(Tile.PLUM,))
+    with pytest.raises(SceneError, match="claimed from"):
+        SeatLayout(melds=(Meld.of("pung", "EEE"),))
+    with pytest.raises(SceneError, match="four"):
+        TableLayout(seats=(SeatLayout(),))
+    with pytest.raises(SceneError, match="seat 0-3"):
+        TableLayout(arms=(ArmOver(5, (0, 0)),))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 100_000))
+def test_random_tables_are_drawn_from_one_set(seed: int) -> None:
+    layout = random_layout(np.random.default_rng(seed), discards=12)
+    assert max(layout.tile_counts()) <= COPIES
+    flowers = [f for s in layout.seats for f in s.flowers]
+    assert len(flowers) == len(set(flowers))
+    for k, seat in enumerate(layout.seats):
+        assert len(seat.melds) <= 4
+        for m in seat.melds:
+            if m.kind.value == "chow":
+                assert m.source == (k + 3) % 4
+            elif m.source is not None:
+                assert m.source != k
+        if seat.open_tiles:
+            assert len(seat.open_tiles) + 3 * len(seat.melds) == 14
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 100_000), st.integers(0, 1000))
+def test_every_tile_lies_apart_and_in_its_seats_zone(layout_seed: int, scene_seed: int) -> None:
+    layout = random_layout(np.random.default_rng(layout_seed), discards=12, walls=True)
+    placed = TableScene(seed=scene_seed).place(layout)
+    quads = [p.quad() for p in placed]
+    for i in range(len(placed)):
+        for j in range(i + 1, len(placed)):
+            assert not _quads_overlap(quads[i], quads[j]), (placed[i], placed[j])
+    for p in placed:
+        assert CAL.seat_of(p.centre) == p.seat
+    count = Counter(p.role for p in placed)
+    assert count["wall"] == 52 and count["discard"] == 12
+    assert count["meld"] == sum(m.kind.size for s in layout.seats for m in s.melds)
+
+
+def test_claimed_tiles_lie_sideways_where_their_source_says() -> None:
+    melds = (Meld.of("pung", "EEE", 3), Meld.of("pung", "SSS", 2), Meld.of("kong", "WWWW", 1))
+    placed = SCENE.place(TableLayout().with_seat(0, melds=melds))
+    for i, expected in enumerate((0, 1, 3)):
+        tiles = sorted((p for p in placed if p.group == i), key=lambda p: p.centre[0])
+        assert [p.sideways for p in tiles].index(True) == expected
+
+
+def test_added_and_concealed_kongs_are_laid_by_the_conventions() -> None:
+    melds = (Meld.of("added_kong", "5555p", 2), Meld.of("concealed_kong", "CCCC"))
+    placed = SCENE.place(TableLayout().with_seat(1, melds=melds))
+    added = [p for p in placed if p.group == 0]
+    sideways = [p for p in added if p.sideways]
+    assert len(added) == 4 and len(sideways) == 2
+    u = [apply(SCENE.geometry.plane_to_seat(1), [p.centre])[0] for p in sideways]
+    assert abs(u[0][0] - u[1][0]) < 3 and abs(u[0][1] - u[1][1]) > 25  # stacked in depth
+    concealed = sorted((p for p in placed if p.group == 1), key=lambda p: -p.centre[1])
+    assert [p.label for p in concealed] == [BACK, int(Tile.RED), int(Tile.RED), BACK]
+
+
+def test_adding_to_the_table_moves_nothing_already_there() -> None:
+    before = TableLayout().with_seat(
+        2,
+        melds=(Meld.of("pung", "1p1p1p", 1),),
+        flowers=(Tile.PLUM,),
+        open_tiles=tuple(parse_tiles("123m")),
+    )
+    after = before.with_seat(
+        2,
+        melds=(Meld.of("added_kong", "1111p", 1), Meld.of("chow", "789s", 1)),
+        flowers=(Tile.PLUM, Tile.ORCHID),
+        open_tiles=tuple(parse_tiles("123m456p")),
+    )
+    old = [(p.role, p.group, p.label, p.centre) for p in SCENE.place(before)]
+    new = [(p.role, p.group, p.label, p.centre) for p in SCENE.place(after)]
+    for role, group, label, centre in old:
+        same = [c for r, g, lab, c in new if (r, g, lab) == (role, group, label)]
+        assert any(np.allclose(c, centre) for c in same), (role, group, label)
+
+
+def test_rendering_gives_the_truth_of_every_tile() -> None:
+    layout = random_layout(np.random.default_rng(1), winner=True, discards=6, walls=True)
+    frame = SCENE.render(layout)
+    assert frame.image.shape == (960, 1280, 3)
+    assert len(frame.truths) == len(frame.placed)
+    assert frame.covered == (0.0,) * len(frame.truths)
+    for t in frame.truths:
+        p = frame.placed[t.index]
+        centre = apply(frame.plane_to_image, [p.centre])[0]
+        assert np.allclose(t.quad.mean(axis=0), centre, atol=0.5)
+        assert t.label == p.label
+
+
+def test_arms_hide_what_they_cover() -> None:
+    layout = TableLayout().with_seat(0, melds=(Meld.of("pung", "EEE", 2),))
+    clear = SCENE.render(layout, rng=np.random.default_rng(0))
+    arm = ArmOver(0, (200.0, 110.0), width_mm=120)
+    hidden = SCENE.render(layout.with_arms(arm), rng=np.random.default_rng(0))
+    assert max(hidden.covered) > 0.5 and len(hidden.visible()) < len(clear.visible())
+    changed = np.abs(hidden.image.astype(int) - clear.image.astype(int)).sum(axis=2) > 30
+    assert 0.005 < changed.mean() < 0.2  # an arm, not the whole picture
+
+
+def test_the_same_seed_renders_the_same_frame() -> None:
+    layout = random_layout(np.random.default_rng(4))
+    a = TableScene(seed=9).render(layout, rng=np.random.default_rng(1)).image
+    b = TableScene(seed=9).render(layout, rng=np.random.default_rng(1)).image
+    assert np.array_equal(a, b)
