@@ -238,7 +238,9 @@ class PendingCommand:
         if self._event.is_set():
             return
         self._value, self._error = value, error
-        self.state = "failed" if error else "done"
+        if not self.abandoned:
+            # an abandoned command keeps its progress, so a late answer is still recognised
+            self.state = "failed" if error else "done"
         self._event.set()
         if self.on_done is not None:
             self.on_done(self)
@@ -898,6 +900,7 @@ class TableDevice:
         self, pc: PendingCommand, value: Any = None, error: BaseException | None = None
     ) -> None:
         if pc.abandoned:
+            pc.state = "failed" if error else "done"
             self._emit(
                 McuEvent(
                     "late_result",
