@@ -18,7 +18,13 @@ from collections.abc import Sequence
 
 from controller.errors import DeviceError, MahjongTableError, StorageError, VisionError
 
-COMMAND_MODULES: tuple[str, ...] = ("controller.score_cli", "vision.cli", "vision.calibrate_cli")
+COMMAND_MODULES: tuple[str, ...] = (
+    "controller.score_cli",
+    "vision.cli",
+    "vision.calibrate_cli",
+    "firmware_bridge.device_cli",
+    "hardware_sim.mcu_cli",
+)
 
 EXIT_OK = 0
 EXIT_NO = 1
