@@ -6,6 +6,7 @@ many times the call's own timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -79,7 +80,7 @@ def table(sim_mcu):
 
 
 def test_every_command_and_event(table) -> None:
-    sim, dev, rec = table
+    _sim, dev, rec = table
     ident = dev.identify()
     assert ident.protocol == p.PROTOCOL_VERSION
     assert ident.tile_sets == 2
@@ -142,7 +143,7 @@ def test_periodic_status_keeps_last_status_fresh(table) -> None:
 
 
 def test_interlocks_and_emergency_stop_always_goes_through(table) -> None:
-    sim, dev, rec = table
+    sim, dev, _rec = table
     dev.set_hand_in_progress(True)
     with pytest.raises(InterlockError, match="hand is in progress") as e:
         dev.shuffle()
@@ -216,7 +217,7 @@ def test_lid_opened_during_a_shuffle_and_busy(sim_mcu) -> None:
             dev.roll_dice()
         assert e.value.reason == "busy"
         sim.control("lid open")
-        with pytest.raises(InterlockError, match="lid was opened|lid open") as e2:
+        with pytest.raises(InterlockError, match=r"lid was opened|lid open") as e2:
             pending.result()
         assert e2.value.fault == "lid_open"
 
@@ -402,10 +403,8 @@ def test_random_bytes_never_crash_or_hang(tmp_path) -> None:
         while not stop.is_set():
             # noise full of sync bytes and plausible headers
             chunk = bytes(rng.choice((0xA5, 0, 1, 2, 4, rng.randrange(256))) for _ in range(256))
-            try:
+            with contextlib.suppress(OSError):
                 os.write(master, chunk)
-            except OSError:
-                pass
             time.sleep(0.001)
 
     t = threading.Thread(target=spew, daemon=True)
@@ -428,7 +427,7 @@ def test_random_bytes_never_crash_or_hang(tmp_path) -> None:
 
 
 def test_random_bytes_mixed_into_real_traffic(table) -> None:
-    sim, dev, rec = table
+    sim, dev, _rec = table
     for _ in range(5):
         sim.control("garbage 3000")
         assert dev.roll_dice().total >= 2
@@ -445,7 +444,7 @@ def test_socket_url(sim_mcu) -> None:
 
 
 def test_port_is_opened_exclusively(table) -> None:
-    sim, dev, rec = table
+    sim, dev, _rec = table
     other = TableDevice(sim.port, config=CFG)
     try:
         with pytest.raises(LinkDown, match="in use"):
@@ -467,7 +466,7 @@ def test_protocol_version_mismatch_is_refused(sim_mcu, monkeypatch) -> None:
     sim = sim_mcu()
     monkeypatch.setattr(p, "PROTOCOL_VERSION", 99)
     with TableDevice(sim.port, config=CFG) as dev:
-        with pytest.raises(LinkDown, match="protocol version 1.*speaks 99"):
+        with pytest.raises(LinkDown, match=r"protocol version 1.*speaks 99"):
             dev.wait_ready(20)
         with pytest.raises(LinkDown, match="protocol"):
             dev.status()
