@@ -79,6 +79,9 @@ def test_markers_out_of_sight_is_a_hardware_failure(
     err = capsys.readouterr().err
     assert "marker 0 (corner of seats 0 and 1)" in err and "Traceback" not in err
     assert not (tmp_path / "c.json").exists()
+    saved = tmp_path / "saved.png"
+    assert main(["calibrate", "--image", str(blank), "--save-frame", str(saved)]) == 3
+    assert cv2.imread(str(saved)).shape == (480, 640, 3)  # to pick the corners in by hand
     assert main(["calibrate", "--image", str(tmp_path / "none.png")]) == 3
 
 

@@ -81,7 +81,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how far each seat's zone reaches from its edge",
     )
     p.add_argument("--preview", type=Path, help="write the frame with the seat zones drawn")
-    p.add_argument("--save-frame", type=Path, help="write the frame used (to pick corners in)")
+    p.add_argument(
+        "--save-frame",
+        type=Path,
+        help="write the frame used (also when no markers are found: to pick corners in)",
+    )
     p.add_argument(
         "--check",
         action="store_true",
@@ -148,8 +152,6 @@ def calibrate_command(args: argparse.Namespace) -> int:
         return _check(args, size)
 
     image, calibration = _calibrate(args, geometry, size, corners)
-    if args.save_frame:
-        _write(args.save_frame, image)
     if args.preview:
         _write(args.preview, preview(image, calibration))
     calibration.save(args.out)
@@ -193,8 +195,9 @@ def _calibrate(
     from vision.calibration import CalibrationError, calibrate_from_markers, calibrate_manual
 
     last_error: CalibrationError | None = None
-    image = None
     for image in _frames(args, size):
+        if args.save_frame:  # saved even when calibration fails: to pick corners in by hand
+            _write(args.save_frame, image)
         if corners is not None:
             h, w = image.shape[:2]
             return image, calibrate_manual(corners, (w, h), geometry)
