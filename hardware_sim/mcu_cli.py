@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,14 @@ def load_faults_file(path: str | Path) -> dict[str, Any]:
     return out
 
 
+def _stdin_fd() -> int | None:
+    """Standard input's descriptor for run-time commands, if there is a real one."""
+    try:
+        return sys.stdin.fileno() if sys.stdin is not None else None
+    except (OSError, ValueError):
+        return None
+
+
 def build_server(args: argparse.Namespace) -> Any:
     """The :class:`~hardware_sim.mcu_server.McuServer` the arguments describe (command line
     values win over the faults file)."""
@@ -161,8 +170,6 @@ def build_server(args: argparse.Namespace) -> Any:
     seed = args.seed if args.seed is not None else table.get("seed")
     if speed <= 0:
         raise FaultsFileError("table.speed must be above 0")
-    import time
-
     now = time.monotonic()
     mcu = SimulatedMcu(speed=speed, seed=seed, now=now)
     line = LineFaults(seed=None if seed is None else seed + 1, **line_kw)
@@ -183,7 +190,7 @@ def build_server(args: argparse.Namespace) -> Any:
         tcp_host=args.tcp_host,
         schedule=[*spec["schedule"], *args.at],
         json_mode=args.json,
-        control_in=sys.stdin.fileno() if sys.stdin is not None else None,
+        control_in=_stdin_fd(),
         clock=time.monotonic,
     )
 

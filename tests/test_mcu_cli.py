@@ -1,0 +1,91 @@
+"""``sim-mcu`` options and faults files."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from controller.cli import build_parser, main
+from hardware_sim.mcu_cli import build_server, load_faults_file
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["sim-mcu", *argv])
+
+
+def test_options_reach_the_simulator(tmp_path) -> None:
+    args = parse(
+        "--speed", "20", "--seed", "4", "--corrupt", "0.01", "--drop", "0.05",
+        "--duplicate", "0.02", "--delay", "0.03", "--delay-ms", "60", "--jam",
+        "--tiles-short", "140", "--lid-open", "--at", "2:reset", "--at", "3:unplug 1",
+        "--link", str(tmp_path / "m"), "--tcp", "0", "--json",
+    )  # fmt: skip
+    srv = build_server(args)
+    assert srv.mcu.speed == 20
+    line = srv.line
+    assert (line.corrupt, line.drop, line.duplicate, line.delay, line.delay_ms) == (
+        0.01, 0.05, 0.02, 0.03, 60
+    )  # fmt: skip
+    assert srv.mcu.injected == {"jam": 0, "tiles_short": 140}
+    assert srv.mcu.lid_open
+    assert srv.schedule == [(2.0, "reset"), (3.0, "unplug 1")]
+    assert srv.json_mode and srv.tcp_port == 0
+
+
+def test_faults_file_and_command_line_precedence(tmp_path) -> None:
+    f = tmp_path / "faults.toml"
+    f.write_text(
+        "[line]\ncorrupt = 0.01\ndrop = 0.05\n"
+        "[table]\nspeed = 50\nseed = 3\nstall = true\n"
+        '[[schedule]]\nat = 1.5\ndo = "lid open"\n'
+    )
+    spec = load_faults_file(f)
+    assert spec["line"] == {"corrupt": 0.01, "drop": 0.05}
+    assert spec["schedule"] == [(1.5, "lid open")]
+    srv = build_server(parse("--faults", str(f), "--drop", "0.2", "--speed", "5"))
+    assert (srv.line.corrupt, srv.line.drop) == (0.01, 0.2)
+    assert srv.mcu.speed == 5
+    assert "stall" in srv.mcu.injected
+    assert srv.schedule == [(1.5, "lid open")]
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[lines]\n", "unknown section"),
+        ("[line]\ncorupt = 0.1\n", "line.corupt is unknown"),
+        ('[line]\ndrop = "a lot"\n', "wrong type"),
+        ("[table]\njam = 1\n", "wrong type"),
+        ("[[schedule]]\nat = -1\ndo = 'reset'\n", "schedule[0].at"),
+        ("[[schedule]]\nat = 1\n", "schedule[0].do"),
+        ("[line\n", "not valid TOML"),
+    ],
+)
+def test_bad_faults_files_exit_2(tmp_path, capsys, text: str, words: str) -> None:
+    f = tmp_path / "faults.toml"
+    f.write_text(text)
+    assert main(["sim-mcu", "--faults", str(f)]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_bad_rates_in_a_file_exit_2(tmp_path, capsys) -> None:
+    f = tmp_path / "faults.toml"
+    f.write_text("[line]\ncorrupt = 3.0\n")
+    assert main(["sim-mcu", "--faults", str(f)]) == 2
+    assert "probability" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--drop", "2"], ["--speed", "0"], ["--at", "soon:reset"], ["--at", "5"]],
+)
+def test_bad_options_are_usage_errors(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        parse(*argv)
+    assert e.value.code == 2
+
+
+def test_missing_faults_file(tmp_path, capsys) -> None:
+    assert main(["sim-mcu", "--faults", str(tmp_path / "nope.toml")]) == 2
+    assert "cannot read faults file" in capsys.readouterr().err

@@ -1,0 +1,31 @@
+"""The helper that runs the simulator as a process for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hardware_sim.mcu_process import SimMcuError, SimMcuProcess
+
+
+def test_start_control_and_close(tmp_path) -> None:
+    sim = SimMcuProcess(speed=10, link=str(tmp_path / "m"), at=["0.1:lid open"])
+    try:
+        assert sim.port == str(tmp_path / "m")
+        assert os.path.realpath(sim.port) == sim.pty
+        assert sim.control("fault jam") == {"armed": "jam"}
+        with pytest.raises(SimMcuError, match="unknown command"):
+            sim.control("dance")
+        stats = sim.stats()
+        assert stats["mcu"]["injected"] == {"jam": 0}
+    finally:
+        bye = sim.close()
+    assert bye is not None and bye["kind"] == "bye"
+    assert sim.proc.returncode == 0
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_simulator_that_cannot_start_says_why(tmp_path) -> None:
+    with pytest.raises(SimMcuError, match="exited"):
+        SimMcuProcess(faults=str(tmp_path / "missing.toml"))

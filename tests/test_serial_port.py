@@ -1,0 +1,93 @@
+"""The serial port wrapper over a real pty: exclusive open, clear open errors, unplug."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tty
+
+import pytest
+
+from firmware_bridge.errors import LinkDown
+from firmware_bridge.serial_port import Backoff, SerialPort
+
+
+@pytest.fixture
+def pty():
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    yield master, os.ttyname(slave), slave
+    for fd in (master, slave):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def test_read_and_write_over_a_pty(pty) -> None:
+    master, path, _ = pty
+    port = SerialPort(path, read_timeout=0.05)
+    port.open()
+    assert port.is_open
+    port.write(b"hello")
+    assert os.read(master, 100) == b"hello"
+    os.write(master, b"world" * 100)
+    got = b""
+    while len(got) < 500:
+        got += port.read()
+    assert got == b"world" * 100
+    assert port.read() == b""  # nothing there: returns after its timeout
+    port.close()
+    assert not port.is_open
+    port.close()  # twice is fine
+
+
+def test_exclusive(pty) -> None:
+    _, path, _ = pty
+    a = SerialPort(path)
+    a.open()
+    b = SerialPort(path)
+    with pytest.raises(LinkDown, match="in use by another program"):
+        b.open()
+    a.close()
+    b.open()
+    b.close()
+
+
+def test_missing_device_is_explained(tmp_path) -> None:
+    with pytest.raises(LinkDown, match=r"does not exist.*plugged in"):
+        SerialPort(str(tmp_path / "ttyACM9")).open()
+
+
+def test_refused_socket_is_explained() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    with pytest.raises(LinkDown, match="nothing is listening"):
+        SerialPort(f"socket://127.0.0.1:{free}").open()
+
+
+def test_unplug_raises_link_down(pty) -> None:
+    master, path, slave = pty
+    port = SerialPort(path, read_timeout=0.05)
+    port.open()
+    os.close(master)
+    os.close(slave)
+    with pytest.raises(LinkDown, match="lost serial port"):
+        for _ in range(100):
+            port.read()
+    port.close()
+
+
+def test_use_before_open() -> None:
+    port = SerialPort("/dev/null")
+    with pytest.raises(LinkDown, match="not open"):
+        port.read()
+    with pytest.raises(LinkDown, match="not open"):
+        port.write(b"x")
+
+
+def test_backoff_doubles_to_its_cap() -> None:
+    b = Backoff(0.05, 0.3)
+    assert [b.next() for _ in range(5)] == [0.05, 0.1, 0.2, 0.3, 0.3]
+    b.reset()
+    assert b.next() == 0.05
