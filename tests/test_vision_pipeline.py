@@ -3,6 +3,7 @@ recogniser, grouping and the tracker."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import cv2
@@ -129,6 +130,9 @@ def test_changes_settle_over_frames(sim_camera: SimCamera, pipeline: TablePipeli
     assert sorted(c.kind.value for c in changes) == ["flower", "meld_changed"]
     assert _melds(pipeline.views[2]) == [Meld.of("added_kong", "1111m", 1)]
     assert pipeline.views[2].flowers == (Tile.PLUM,)
+    data = json.loads(json.dumps(updates[-1].to_json()))
+    assert data["changes"][0]["kind"] == "meld" and data["changes"][0]["seat"] == 2
+    assert data["views"][2]["melds"][0]["tiles"] == ["1m", "1m", "1m"]
 
 
 def test_an_arm_over_the_table_erases_nothing(

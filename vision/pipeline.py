@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import cv2
 import numpy as np
@@ -74,6 +74,15 @@ class TableUpdate:
     reading: TableReading
     changes: tuple[TableChange, ...]
     views: tuple[SeatView, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The frame number, its settled changes and every seat's settled view, JSON-ready."""
+        return {
+            "frame": self.reading.index,
+            "changes": [c.to_json() for c in self.changes],
+            "views": [v.to_json() for v in self.views],
+            "needs_confirmation": any(v.needs_confirmation for v in self.views),
+        }
 
 
 class TablePipeline:
