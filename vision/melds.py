@@ -18,7 +18,7 @@ note for the players to confirm.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -291,7 +291,9 @@ def _components(tiles: list[_Tile], unit: float) -> list[list[_Tile]]:
     return list(groups.values())
 
 
-def _reading_order(items: list[Any], v: Any, u: Any, unit: float) -> list[Any]:
+def reading_order(
+    items: list[Any], v: Callable[[Any], float], u: Callable[[Any], float], unit: float
+) -> list[Any]:
     """Row by row from the seat's edge outwards, left to right in each row: a new row starts
     where the distance from the edge jumps by more than half a tile's width."""
     rows: list[list[Any]] = []
@@ -530,7 +532,7 @@ def group_seat(
     tiles = [_in_seat(r, to_seat) for r in reads]
     unit = tile_mm or (float(np.median([t.short for t in tiles])) if tiles else DEFAULT_TILE_MM)
     notes: list[str] = []
-    flowers = _reading_order(
+    flowers = reading_order(
         [t for t in tiles if t.read.is_flower], lambda t: t.v, lambda t: t.u, unit
     )
     for f in flowers:
@@ -540,7 +542,7 @@ def group_seat(
     melds: list[MeldView] = []
     open_tiles: list[_Tile] = []
     groups = _components(rest, unit)
-    groups = _reading_order(
+    groups = reading_order(
         groups, lambda g: min(t.v for t in g), lambda g: min(t.u for t in g), unit
     )
     for group in groups:
@@ -561,7 +563,7 @@ def group_seat(
     for m in melds:
         if m.needs_confirmation:
             notes.append(f"seat {seat}: {m.describe()}: {m.note}")
-    open_tiles = _reading_order(open_tiles, lambda t: t.v, lambda t: t.u, unit)
+    open_tiles = reading_order(open_tiles, lambda t: t.v, lambda t: t.u, unit)
     for t in open_tiles:
         if t.read.needs_confirmation:
             notes.append(f"seat {seat}: unsure of an open tile, {t.read.describe()}")

@@ -35,7 +35,7 @@ import numpy as np
 from controller.errors import VisionError
 from controller.rules.tiles import Tile
 from vision.calibration import SEATS, TableGeometry, apply
-from vision.melds import MeldView, SeatView, TileRead
+from vision.melds import DEFAULT_TILE_MM, MeldView, SeatView, TileRead, reading_order
 
 BareTest = Callable[[np.ndarray], bool]
 """Whether a quad on the plane (4x2 millimetres) is seen as bare table in the current frame."""
@@ -203,13 +203,9 @@ class TableTracker:
         def ordered(kind: str) -> list[_Track]:
             chosen = [t for t in tracks if t.kind == kind]
             where = {id(t): apply(to_seat, [t.centre])[0] for t in chosen}
-            rows: list[list[_Track]] = []
-            for t in sorted(chosen, key=lambda t: where[id(t)][1]):
-                if rows and where[id(t)][1] - where[id(rows[-1][0])][1] <= 15.0:
-                    rows[-1].append(t)
-                else:
-                    rows.append([t])
-            return [t for r in rows for t in sorted(r, key=lambda t: where[id(t)][0])]
+            return reading_order(
+                chosen, lambda t: where[id(t)][1], lambda t: where[id(t)][0], DEFAULT_TILE_MM
+            )
 
         flowers = ordered(_FLOWER)
         melds = ordered(_MELD)
