@@ -238,6 +238,7 @@ class PendingCommand:
         if self._event.is_set():
             return
         self._value, self._error = value, error
+        self._device._finished += 1
         if not self.abandoned:
             # an abandoned command keeps its progress, so a late answer is still recognised
             self.state = "failed" if error else "done"
@@ -309,6 +310,7 @@ class TableDevice:
         self._next_open = 0.0
         self._last_rx = 0.0
         self._last_byte = 0.0
+        self._finished = 0
         self._last_tx = 0.0
         self._link_up = False
         self._ever_ready = False
@@ -605,6 +607,7 @@ class TableDevice:
                 time.sleep(0.05)
                 continue
             try:
+                done_before = self._finished
                 with self._lock:
                     now = time.monotonic()
                     if data:
@@ -612,7 +615,12 @@ class TableDevice:
                         self._receive(data, now)
                     elif self._decoder.partial and now - self._last_byte > _STALE_PARTIAL:
                         self._receive(None, now)
-                    self._service(now)
+                if self._finished != done_before:
+                    # let the caller whose answer just came run now, rather than after this
+                    # thread's housekeeping (CPython hands the GIL over on a zero sleep)
+                    time.sleep(0)
+                with self._lock:
+                    self._service(time.monotonic())
             except Exception:
                 log.exception("unexpected error handling data from the table")
 
@@ -695,7 +703,6 @@ class TableDevice:
         if frames and not self._link_up and self._phase == "ready":
             self._link_up = True
             self._emit(McuEvent("link_restored", {"reason": "statuses resumed"}))
-        self._flush(now)
 
     def _service(self, now: float) -> None:
         if self._phase == "closed":
