@@ -238,7 +238,6 @@ class PendingCommand:
         if self._event.is_set():
             return
         self._value, self._error = value, error
-        self._device._finished += 1
         if not self.abandoned:
             # an abandoned command keeps its progress, so a late answer is still recognised
             self.state = "failed" if error else "done"
@@ -310,7 +309,6 @@ class TableDevice:
         self._next_open = 0.0
         self._last_rx = 0.0
         self._last_byte = 0.0
-        self._finished = 0
         self._last_tx = 0.0
         self._link_up = False
         self._ever_ready = False
@@ -607,7 +605,6 @@ class TableDevice:
                 time.sleep(0.05)
                 continue
             try:
-                done_before = self._finished
                 with self._lock:
                     now = time.monotonic()
                     if data:
@@ -615,12 +612,7 @@ class TableDevice:
                         self._receive(data, now)
                     elif self._decoder.partial and now - self._last_byte > _STALE_PARTIAL:
                         self._receive(None, now)
-                if self._finished != done_before:
-                    # let the caller whose answer just came run now, rather than after this
-                    # thread's housekeeping (CPython hands the GIL over on a zero sleep)
-                    time.sleep(0)
-                with self._lock:
-                    self._service(time.monotonic())
+                    self._service(now)
             except Exception:
                 log.exception("unexpected error handling data from the table")
 
