@@ -113,7 +113,8 @@ def test_every_command_and_event(table) -> None:
     assert st.duplicates == 0
 
     rec.wait_for("faults_cleared")
-    kinds = [k for k in rec.kinds() if k != "link_restored"]
+    # (a stall of the machine over a second could add a link_lost/link_restored pair)
+    kinds = [k for k in rec.kinds() if k not in ("link_lost", "link_restored")]
     assert kinds == [
         "connected",
         "shuffle_done",
