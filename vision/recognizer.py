@@ -33,8 +33,8 @@ import cv2
 import numpy as np
 
 from controller.errors import CameraError, ModelError
-from vision.detection import Box, TileDetection, box_iou
-from vision.labels import NUM_LABELS
+from vision.detection import Box, TileDetection
+from vision.labels import BACK, NUM_LABELS
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
 """The committed model, inside the package."""
@@ -88,31 +88,63 @@ def decode_finder(
     scale: tuple[float, float] = (1.0, 1.0),
     stride: int = 4,
     nms_iou: float = 0.55,
-) -> list[tuple[Box, float, float]]:
-    """Turn the finder's outputs into ``(box, score, angle)`` per tile: the peaks of the
-    heatmap (local maxima at least ``threshold``), their boxes scaled by ``scale`` into the
-    original picture, the finder's score, and the long axis's direction in radians."""
+) -> list[tuple[Box, float, float, float]]:
+    """Turn the finder's outputs into ``(box, score, angle, face_down)`` per tile: the peaks
+    of the heatmap (local maxima at least ``threshold``; with two channels, face up and face
+    down, of their maximum), their boxes scaled by ``scale`` into the original picture, the
+    finder's score, the long axis's direction in radians, and the share of the score that
+    says "face down" (0 with a one-channel heatmap)."""
     hm = heatmap.astype(np.float32)
-    peaks = (hm >= threshold) & (hm >= cv2.dilate(hm, np.ones((3, 3), np.uint8)))
+    if hm.ndim == 2:
+        hm = hm[None]
+    both = hm.max(axis=0)
+    peaks = (both >= threshold) & (both >= cv2.dilate(both, np.ones((3, 3), np.uint8)))
     ys, xs = np.nonzero(peaks)
     if len(ys) == 0:
         return []
-    scores = hm[ys, xs]
-    order = np.argsort(-scores)
+    scores = both[ys, xs]
+    order = np.argsort(-scores, kind="stable")
     ys, xs, scores = ys[order], xs[order], scores[order]
+    if len(hm) > 1:
+        down = hm[1, ys, xs] / np.maximum(hm[0, ys, xs] + hm[1, ys, xs], 1e-6)
+    else:
+        down = np.zeros(len(ys), np.float32)
     reg = regression[:, ys, xs]
     cx = (xs + reg[0]) * stride * scale[0]
     cy = (ys + reg[1]) * stride * scale[1]
     w = np.exp(np.clip(reg[2], -3, 7)) * stride * scale[0]
     h = np.exp(np.clip(reg[3], -3, 7)) * stride * scale[1]
     angles = 0.5 * np.arctan2(reg[5], reg[4])
-    out: list[tuple[Box, float, float]] = []
-    for i in range(len(ys)):
-        box = (float(cx[i] - w[i] / 2), float(cy[i] - h[i] / 2), float(w[i]), float(h[i]))
-        if any(box_iou(box, kept) > nms_iou for kept, _, _ in out):
+    keep = _nms(np.stack([cx - w / 2, cy - h / 2, w, h], axis=1), nms_iou)
+    return [
+        (
+            (float(cx[i] - w[i] / 2), float(cy[i] - h[i] / 2), float(w[i]), float(h[i])),
+            float(scores[i]),
+            float(angles[i]),
+            float(down[i]),
+        )
+        for i in keep
+    ]
+
+
+def _nms(boxes: np.ndarray, iou: float) -> list[int]:
+    """Greedy suppression of boxes (x, y, w, h) sorted best first; the kept indices."""
+    x0, y0 = boxes[:, 0], boxes[:, 1]
+    x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
+    area = boxes[:, 2] * boxes[:, 3]
+    alive = np.ones(len(boxes), bool)
+    keep = []
+    for i in range(len(boxes)):
+        if not alive[i]:
             continue
-        out.append((box, float(scores[i]), float(angles[i])))
-    return out
+        keep.append(i)
+        iw = np.clip(np.minimum(x1[i], x1) - np.maximum(x0[i], x0), 0, None)
+        ih = np.clip(np.minimum(y1[i], y1) - np.maximum(y0[i], y0), 0, None)
+        inter = iw * ih
+        over = inter / np.maximum(area[i] + area - inter, 1e-9) > iou
+        over[: i + 1] = False
+        alive &= ~over
+    return keep
 
 
 def quad_of(box: Box, angle: float) -> tuple[np.ndarray, bool]:
@@ -140,6 +172,10 @@ def quad_of(box: Box, angle: float) -> tuple[np.ndarray, bool]:
     if sideways != (c > s):  # the box and the angle disagree: trust the box, keep the size
         angle = 0.0 if sideways else math.pi / 2
         long_, short = (w, h) if sideways else (h, w)
+    # the outline never pokes out of its box
+    c, s = abs(math.cos(angle)), abs(math.sin(angle))
+    fit = min(1.0, w / max(long_ * c + short * s, 1e-6), h / max(long_ * s + short * c, 1e-6))
+    long_, short = long_ * fit, short * fit
     u = np.array([math.cos(angle), math.sin(angle)]) * long_ / 2  # along the long axis
     v = np.array([-math.sin(angle), math.cos(angle)]) * short / 2
     centre = np.array([x + w / 2, y + h / 2])
@@ -187,6 +223,7 @@ class TileRecognizer:
         self.min_confidence = float(
             min_confidence if min_confidence is not None else manifest.get("min_confidence", 0.6)
         )
+        self.back_threshold = float(manifest.get("back_threshold", 0.85))
         if not 0.0 <= self.min_confidence <= 1.0:
             raise ModelError(f"min_confidence must be 0-1, not {self.min_confidence}")
         if self.input_size < 64 or self.input_size % 32:
@@ -263,8 +300,9 @@ class TileRecognizer:
 
     # -- running ------------------------------------------------------------------------------
 
-    def find(self, image: np.ndarray) -> list[tuple[Box, float, float]]:
-        """The finder's tiles in a picture: ``(box, score, angle)`` each, in picture pixels."""
+    def find(self, image: np.ndarray) -> list[tuple[Box, float, float, float]]:
+        """The finder's tiles in a picture: ``(box, score, angle, face_down)`` each (see
+        :func:`decode_finder`), boxes in picture pixels."""
         img = as_bgr(image)
         h, w = img.shape[:2]
         s = self.input_size / max(h, w)
@@ -275,14 +313,13 @@ class TileRecognizer:
         )
         if (pw, ph) != (nw, nh):
             small = cv2.copyMakeBorder(small, 0, ph - nh, 0, pw - nw, cv2.BORDER_REPLICATE)
-        x = small.astype(np.float32).transpose(2, 0, 1)[None]
+        # onnxruntime copies a strided array slowly: hand it a contiguous one
+        x = np.ascontiguousarray(small.transpose(2, 0, 1)[None], dtype=np.float32)
         try:
             hm, reg = self._finder.run(None, {self._finder.get_inputs()[0].name: x})
         except Exception as exc:
             raise ModelError(f"the finder model failed on a {w}x{h} picture: {exc}") from None
-        found = decode_finder(
-            hm[0, 0], reg[0], self.finder_threshold, (w / nw, h / nh), self.stride
-        )
+        found = decode_finder(hm[0], reg[0], self.finder_threshold, (w / nw, h / nh), self.stride)
         # boxes of tiles in the padding are not in the picture
         return [f for f in found if f[0][0] + f[0][2] / 2 < w and f[0][1] + f[0][3] / 2 < h]
 
@@ -291,8 +328,8 @@ class TileRecognizer:
         img = as_bgr(image)
         if not boxes:
             return np.zeros((0, NUM_LABELS), np.float32)
-        crops = np.stack([self._crop(img, b) for b in boxes]).astype(np.float32)
-        x = crops.transpose(0, 3, 1, 2)
+        crops = np.stack([self._crop(img, b) for b in boxes])
+        x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
         try:
             logits, emb = self._classifier.run(["logits", "embedding"], {"crops": x})
         except Exception as exc:
@@ -306,8 +343,9 @@ class TileRecognizer:
         img = as_bgr(image)
         if not boxes:
             return np.zeros((0, self._embedding_size), np.float32)
-        crops = np.stack([self._crop(img, b) for b in boxes]).astype(np.float32)
-        (emb,) = self._classifier.run(["embedding"], {"crops": crops.transpose(0, 3, 1, 2)})
+        crops = np.stack([self._crop(img, b) for b in boxes])
+        x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
+        (emb,) = self._classifier.run(["embedding"], {"crops": x})
         return emb
 
     def _crop(self, img: np.ndarray, box: Box) -> np.ndarray:
@@ -329,21 +367,29 @@ class TileRecognizer:
         one (None, empty, wrong type or shape)."""
         img = as_bgr(image)
         found = self.find(img)
-        probs = self.classify(img, [f[0] for f in found])
+        # a tile the finder is sure lies face down needs no reading (walls, concealed kongs)
+        to_read = [i for i, f in enumerate(found) if f[3] < self.back_threshold]
+        probs = self.classify(img, [found[i][0] for i in to_read])
+        read = dict(zip(to_read, probs, strict=True))
         out = []
-        for (box, score, angle), p in zip(found, probs, strict=True):
-            order = np.argsort(-p)
-            best = int(order[0])
+        for i, (box, score, angle, down) in enumerate(found):
             quad, sideways = quad_of(box, angle)
+            p = read.get(i)
+            if p is None:
+                best, confidence, alternatives = BACK, down, ()
+            else:
+                order = np.argsort(-p)
+                best, confidence = int(order[0]), float(p[order[0]])
+                alternatives = tuple((int(k), float(p[k])) for k in order[1:4])
             out.append(
                 TileDetection(
                     label=best,
-                    confidence=float(p[best]),
+                    confidence=confidence,
                     box=box,
                     quad=quad,
                     sideways=sideways,
-                    needs_confirmation=bool(p[best] < self.min_confidence),
-                    alternatives=tuple((int(k), float(p[k])) for k in order[1:4]),
+                    needs_confirmation=bool(confidence < self.min_confidence),
+                    alternatives=alternatives,
                     finder_score=score,
                 )
             )

@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 
 from controller.errors import ModelError
-from vision.labels import LABEL_NAMES, NUM_LABELS
+from vision.labels import BACK, LABEL_NAMES, NUM_LABELS
 
 STRIDE = 4
 CROP_SIZE = 48
@@ -56,10 +56,10 @@ class TrainConfig:
     synth_scenes: int = 1800
     finder_size: int = 320
     finder_batch: int = 12
-    finder_epochs: int = 14
+    finder_epochs: int = 18
     finder_steps: int = 130
     finder_lr: float = 3e-3
-    classifier_epochs: int = 16
+    classifier_epochs: int = 14
     classifier_batch: int = 128
     classifier_lr: float = 3e-3
     synth_crops_max: int = 30000
@@ -138,7 +138,8 @@ def build_finder():
             self.u8 = sep(64, 64)
             self.l8 = cbr(64, 32, 1)
             self.u4 = sep(32, 32)
-            self.hm = nn.Sequential(sep(32, 32), nn.Conv2d(32, 1, 1))
+            # two heatmaps: face-up tiles and face-down tiles (which need no classifier)
+            self.hm = nn.Sequential(sep(32, 32), nn.Conv2d(32, 2, 1))
             self.reg = nn.Sequential(sep(32, 32), nn.Conv2d(32, 6, 1))
             self.hm[-1].bias.data.fill_(-2.19)
             self.up = nn.Upsample(scale_factor=2, mode="nearest")
@@ -181,14 +182,14 @@ def build_classifier():
         def __init__(self) -> None:
             super().__init__()
             self.features = nn.Sequential(
-                cbr(3, 32),
-                cbr(32, 48, 2),  # 24
-                sep(48, 64),
-                sep(64, 96, 2),  # 12
-                sep(96, 96),
-                sep(96, 128),
-                sep(128, 160, 2),  # 6
-                sep(160, EMBEDDING),
+                cbr(3, 32, 2),  # 24
+                sep(32, 64),
+                sep(64, 64),
+                sep(64, 128, 2),  # 12
+                sep(128, 128),
+                sep(128, 128),
+                sep(128, EMBEDDING, 2),  # 6
+                sep(EMBEDDING, EMBEDDING),
             )
             # the crop holds neighbours too: pool with weights centred on the middle tile
             # (a plain average could not tell the tile to read from its neighbours)
@@ -212,12 +213,17 @@ def build_classifier():
 
 @dataclass
 class _Sample:
-    """One finder training image and its tiles: ``boxes`` (N x 4, x y w h) and ``angles``
-    (N, radians of the long axis; NaN where unknown)."""
+    """One finder training image and its tiles: ``boxes`` (N x 4, x y w h), ``angles``
+    (N, radians of the long axis; NaN where unknown) and ``labels`` (N; -1 for a face-up tile
+    of unknown label)."""
 
     image: np.ndarray
     boxes: np.ndarray
     angles: np.ndarray
+    labels: np.ndarray
+
+    def with_image(self, image: np.ndarray) -> _Sample:
+        return _Sample(image, self.boxes, self.angles, self.labels)
 
 
 def _face_sets(cfg: TrainConfig):
@@ -253,9 +259,7 @@ def _synth_pool(cfg: TrainConfig, rng: np.random.Generator) -> list[_Sample]:
             d = (q[3] + q[2] - q[0] - q[1]) / 2
             angles.append(math.atan2(float(d[1]), float(d[0])))
             labels.append(t.label)
-        s = _Sample(r.image, boxes, np.array(angles, np.float32))
-        s.labels = np.array(labels, np.int64)  # type: ignore[attr-defined]
-        pool.append(s)
+        pool.append(_Sample(r.image, boxes, np.array(angles, np.float32), np.array(labels)))
     return pool
 
 
@@ -278,6 +282,7 @@ def _table_pool(
         s = 640 / max(h, w)
         small = cv2.resize(img, (round(w * s), round(h * s)), interpolation=cv2.INTER_AREA)
         boxes = np.array([t.box for t in frame.truths], np.float32).reshape(-1, 4) * s
+        tile_labels = np.array([t.label for t in frame.truths], np.int64)
         angles = np.array(
             [math.atan2(*(((t.quad[3] + t.quad[2] - t.quad[0] - t.quad[1]) / 2)[::-1]))
              for t in frame.truths],
@@ -294,7 +299,9 @@ def _table_pool(
             b[:, 1] -= y0
             cx, cy = b[:, 0] + b[:, 2] / 2, b[:, 1] + b[:, 3] / 2
             keep = (cx >= 0) & (cx < size) & (cy >= 0) & (cy < size)
-            samples.append(_Sample(np.ascontiguousarray(crop), b[keep], angles[keep]))
+            samples.append(
+                _Sample(np.ascontiguousarray(crop), b[keep], angles[keep], tile_labels[keep])
+            )
         for t in frame.truths:
             crops.append(_crop_from_quadless(img, t.box, None))
             labels.append(t.label)
@@ -349,9 +356,12 @@ def _real_finder_sample(photo, size: int, rng: np.random.Generator) -> _Sample:
     cy = boxes[:, 1] + boxes[:, 3] / 2
     keep = (cx >= 0) & (cx < size) & (cy >= 0) & (cy < size)
     boxes = boxes[keep]
+    labels = photo.labels[keep]
     k = int(rng.integers(4))
     img, boxes = _rot90(img, boxes, k)
-    return _Sample(np.ascontiguousarray(img), boxes, np.full(len(boxes), np.nan, np.float32))
+    return _Sample(
+        np.ascontiguousarray(img), boxes, np.full(len(boxes), np.nan, np.float32), labels
+    )
 
 
 def _rot90(img: np.ndarray, boxes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -366,14 +376,16 @@ def _rot90(img: np.ndarray, boxes: np.ndarray, k: int) -> tuple[np.ndarray, np.n
 
 def _finder_targets(sample: _Sample, size: int) -> dict[str, np.ndarray]:
     out = size // STRIDE
-    hm = np.zeros((out, out), np.float32)
+    hm = np.zeros((2, out, out), np.float32)
     n = len(sample.boxes)
     ind = np.zeros(n, np.int64)
     reg = np.zeros((n, 6), np.float32)
     mask = np.zeros(n, np.float32)
     amask = np.zeros(n, np.float32)
     yy, xx = np.mgrid[0:out, 0:out].astype(np.float32)
-    for i, ((x, y, w, h), a) in enumerate(zip(sample.boxes, sample.angles, strict=True)):
+    for i, ((x, y, w, h), a, label) in enumerate(
+        zip(sample.boxes, sample.angles, sample.labels, strict=True)
+    ):
         cx, cy = (x + w / 2) / STRIDE, (y + h / 2) / STRIDE
         ix, iy = int(cx), int(cy)
         if not (0 <= ix < out and 0 <= iy < out) or w < 2 or h < 2:
@@ -382,7 +394,8 @@ def _finder_targets(sample: _Sample, size: int) -> dict[str, np.ndarray]:
         r = int(3 * sigma) + 1
         ys, xs = slice(max(0, iy - r), iy + r + 1), slice(max(0, ix - r), ix + r + 1)
         g = np.exp(-((xx[ys, xs] - ix) ** 2 + (yy[ys, xs] - iy) ** 2) / (2 * sigma * sigma))
-        hm[ys, xs] = np.maximum(hm[ys, xs], g)
+        ch = 1 if label == BACK else 0
+        hm[ch, ys, xs] = np.maximum(hm[ch, ys, xs], g)
         ind[i] = iy * out + ix
         reg[i, :4] = (cx - ix, cy - iy, math.log(w / STRIDE), math.log(h / STRIDE))
         mask[i] = 1
@@ -406,7 +419,7 @@ def _finder_batch(samples: list[_Sample], size: int):
 
     return (
         torch.from_numpy(imgs),
-        torch.from_numpy(np.stack([t["hm"] for t in targets])[:, None]),
+        torch.from_numpy(np.stack([t["hm"] for t in targets])),
         torch.from_numpy(pad("ind", (), np.int64)),
         torch.from_numpy(pad("reg", (6,), np.float32)),
         torch.from_numpy(pad("mask", (), np.float32)),
@@ -468,7 +481,7 @@ def _classifier_data(
     n_real = len(crops)
     synth = []
     for s in pool:
-        for box, label in zip(s.boxes, s.labels, strict=True):  # type: ignore[attr-defined]
+        for box, label in zip(s.boxes, s.labels, strict=True):
             if box[2] < 8 or box[3] < 8:
                 continue
             synth.append((s, box, int(label)))
@@ -548,6 +561,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         "finder_input": 640,
         "finder_threshold": 0.3,
         "min_confidence": 0.6,
+        "back_threshold": 0.85,
         "labels": list(LABEL_NAMES),
         "training": {
             "config": {
@@ -589,8 +603,8 @@ def _train_finder(cfg: TrainConfig, photos, val_photos, pool, rng):
                     k = int(rng.integers(4))
                     img, boxes = _rot90(s.image, s.boxes, k)
                     angles = s.angles + k * (-math.pi / 2)  # counter-clockwise quarter turns
-                    s = _Sample(np.ascontiguousarray(img), boxes, angles)
-                s = _Sample(_augment_colour(s.image, rng), s.boxes, s.angles)
+                    s = _Sample(np.ascontiguousarray(img), boxes, angles, s.labels)
+                s = s.with_image(_augment_colour(s.image, rng))
                 samples.append(s)
             imgs, t_hm, ind, t_reg, mask, amask = _finder_batch(samples, size)
             hm, reg = model(imgs)
@@ -627,10 +641,10 @@ def _validate_finder(model, photos, cfg: TrainConfig) -> dict[str, float]:
             x = torch.from_numpy(inp.astype(np.float32).transpose(2, 0, 1)[None])
             hm, reg = model(x)
             found = decode_finder(
-                torch.sigmoid(hm).numpy()[0, 0], reg.numpy()[0], 0.3, (w / nw, h / nh)
+                torch.sigmoid(hm).numpy()[0], reg.numpy()[0], 0.3, (w / nw, h / nh)
             )
             matched = set()
-            for box, _score, _angle in found:
+            for box, *_ in found:
                 best, bj = 0.0, -1
                 for j, gt in enumerate(photo.boxes):
                     if j in matched:
