@@ -110,15 +110,57 @@ class _GroupTable(dict):
     ``_BAD`` otherwise. Filled on first sight of each pattern."""
 
     def __missing__(self, pattern: tuple[int, ...]) -> int:
-        size = sum(pattern)
-        if size % 3 == 0 and _suit_sets(pattern):
-            value = 1
-        elif size % 3 == 2 and _suit_pair_sets(pattern):
-            value = 2
-        else:
-            value = _BAD
+        found = _suit_division(pattern, False)
+        value = _BAD if found is None else (1 if found[1] is None else 2)
         self[pattern] = value
         return value
+
+
+def _greedy_sets(counts: list[int]) -> list[tuple[int, int]] | None:
+    """One division of a suit pattern into sets, or None if there is none.
+
+    From the lowest tile up, the number of chows starting at a tile can be taken as its count
+    mod 3 (three equal chows are three pungs), and the rest are pungs; so one pass decides.
+    Each set is (kind, offset): kind 0 a chow, 1 a pung.
+    """
+    c = list(counts)
+    out: list[tuple[int, int]] = []
+    for i in range(9):
+        n = c[i]
+        if not n:
+            continue
+        chows = n % 3
+        if chows:
+            if i > 6 or c[i + 1] < chows or c[i + 2] < chows:
+                return None
+            c[i + 1] -= chows
+            c[i + 2] -= chows
+            out.extend([(0, i)] * chows)
+        out.extend([(1, i)] * (n // 3))
+    return out
+
+
+def _suit_division(
+    pattern: tuple[int, ...], pungs_only: bool
+) -> tuple[list[tuple[int, int]], int | None] | None:
+    """One division of a suit pattern into sets and, if its size is 2 mod 3, one pair:
+    (sets, pair offset or None); with ``pungs_only``, one without chows. None if none."""
+    size = sum(pattern)
+    if size % 3 == 0:
+        sets = _greedy_sets(list(pattern))
+        if sets is not None and not (pungs_only and any(k == 0 for k, _ in sets)):
+            return sets, None
+        return None
+    if size % 3 == 2:
+        counts = list(pattern)
+        for p in range(9):
+            if counts[p] >= 2:
+                counts[p] -= 2
+                sets = _greedy_sets(counts)
+                counts[p] += 2
+                if sets is not None and not (pungs_only and any(k == 0 for k, _ in sets)):
+                    return sets, p
+    return None
 
 
 class _HonourTable(dict):
@@ -188,36 +230,47 @@ def reading_text(counts: Sequence[int], *, all_pungs: bool = False) -> tuple[str
             if pair is not None:
                 return None
             pair = group_pair
-    for t in range(27, 34):
-        n = c[t]
+    honours = c[27:34]
+    if any(honours):
+        found = _honour_text(honours)
+        if found is None:
+            return None
+        group_sets, group_pair = found
+        sets.extend(group_sets)
+        if group_pair is not None:
+            if pair is not None:
+                return None
+            pair = group_pair
+    if pair is None:
+        return None
+    return (*sets, pair)
+
+
+@lru_cache(maxsize=1 << 12)
+def _honour_text(pattern: tuple[int, ...]) -> tuple[tuple[str, ...], str | None] | None:
+    sets = []
+    pair = None
+    for i, n in enumerate(pattern):
+        t = 27 + i
         if n == 3:
             sets.append(format_tiles((t, t, t)))
         elif n == 2 and pair is None:
             pair = format_tiles((t, t))
         elif n:
             return None
-    if pair is None:
-        return None
-    return (*sets, pair)
+    return tuple(sets), pair
 
 
 @lru_cache(maxsize=1 << 14)
 def _suit_text(
     pattern: tuple[int, ...], start: int, all_pungs: bool
 ) -> tuple[tuple[str, ...], str | None] | None:
-    size = sum(pattern)
-    if size % 3 == 0:
-        options = [(None, sets) for sets in _suit_sets(pattern)]
-    elif size % 3 == 2:
-        options = list(_suit_pair_sets(pattern))
-    else:
+    found = _suit_division(pattern, all_pungs)
+    if found is None:
         return None
-    for pair, sets in options:
-        if all_pungs and any(kind == 0 for kind, _ in sets):
-            continue
-        texts = tuple(str(s) for s in _sets(start, sets))
-        return texts, None if pair is None else format_tiles((start + pair,) * 2)
-    return None
+    sets, pair = found
+    texts = tuple(str(s) for s in _sets(start, tuple(sets)))
+    return texts, None if pair is None else format_tiles((start + pair,) * 2)
 
 
 def first_reading(counts: Sequence[int], *, all_pungs: bool = False) -> Reading | None:

@@ -20,6 +20,7 @@ from controller.rules.analysis import (
     reading_text,
 )
 from controller.rules.hand import Hand
+from controller.rules.melds import MeldKind
 from controller.rules.profile import FLOWERS, Bonuses, Profile
 from controller.rules.table import dice_huangfan, kaibao
 from controller.rules.tiles import HONOURS, Tile, format_tiles, tiles_of
@@ -155,30 +156,39 @@ def count_hua(hand: Hand, flowers: int, profile: Profile) -> list[HuaItem]:
 # -- hand types --------------------------------------------------------------------------------
 
 
+_C = {
+    t: (t, t in (HandType.PENGPENG, HandType.HUNPENG, HandType.QINGPENG, HandType.FENGPENG))
+    for t in HandType
+}
+
+
 def _shape_candidates(hand: Hand) -> list[tuple[HandType, bool]]:
     """Every hand type the tiles qualify for by their shape alone (before the profile says
     what may win), each with whether it is read as all pungs."""
     concealed = hand.concealed_counts()
+    counts = hand.counts
+    suits = bool(any(counts[0:9])) + bool(any(counts[9:18])) + bool(any(counts[18:27]))
+    honours = any(counts[27:34])
     out: list[tuple[HandType, bool]] = []
-    all_counts = hand.counts
-    suits = sum(1 for s in (0, 9, 18) if any(all_counts[s : s + 9]))
-    honours = any(all_counts[27:34])
-    standard = is_standard(concealed)
-    if standard:
-        pungs = is_all_pungs(concealed) and all(m.is_pung_or_kong for m in hand.melds)
-        out.append((HandType.PINGHU, False))
+    pungs = False
+    if is_standard(concealed):
+        pungs = is_all_pungs(concealed)
         if pungs:
-            out.append((HandType.PENGPENG, True))
+            for m in hand.melds:
+                if m.kind is MeldKind.CHOW:
+                    pungs = False
+                    break
+        out.append(_C[HandType.PINGHU])
+        if pungs:
+            out.append(_C[HandType.PENGPENG])
         if suits == 1:
-            out.append((HandType.HUNYISE if honours else HandType.QINGYISE, False))
+            out.append(_C[HandType.HUNYISE if honours else HandType.QINGYISE])
             if pungs:
-                out.append((HandType.HUNPENG if honours else HandType.QINGPENG, True))
-    else:
-        pungs = False
+                out.append(_C[HandType.HUNPENG if honours else HandType.QINGPENG])
     if not suits:
-        out.append((HandType.FENGYISE, False))
+        out.append(_C[HandType.FENGYISE])
         if pungs:
-            out.append((HandType.FENGPENG, True))
+            out.append(_C[HandType.FENGPENG])
     return out
 
 
@@ -187,9 +197,9 @@ def _candidates(win: Win) -> list[tuple[HandType, bool]]:
     out = _shape_candidates(win.hand)
     if win.first_turn and out and win.dealer is not None:
         if win.winner == win.dealer and win.how is WinType.SELF_DRAW:
-            out.append((HandType.TIANHU, False))
+            out.append(_C[HandType.TIANHU])
         elif win.winner != win.dealer:
-            out.append((HandType.DIHU, False))
+            out.append(_C[HandType.DIHU])
     return out
 
 
@@ -302,10 +312,19 @@ _STEP_TEXT = {
 
 def _steps(events: list[_Event], profile: Profile) -> tuple[Step, ...]:
     base = profile.units.base
-    return tuple(
-        Step(rule, _STEP_TEXT[kind].format(p=p, base=base, raw=value), value)
-        for kind, rule, p, value in events
-    )
+    out = []
+    for event in events:
+        step = _STEPS.get((event, base))
+        if step is None:
+            kind, rule, p, value = event
+            step = Step(rule, _STEP_TEXT[kind].format(p=p, base=base, raw=value), value)
+            if len(_STEPS) < 4096:  # the same few steps recur in every game
+                _STEPS[(event, base)] = step
+        out.append(step)
+    return tuple(out)
+
+
+_STEPS: dict[tuple[_Event, int], Step] = {}
 
 
 def _base_value(setting: str | int | None, profile: Profile, hua_total: int) -> int:

@@ -64,22 +64,24 @@ def bound_pairs(win: Win, profile: Profile) -> set[tuple[int, int]]:
     """The (a, b) pairs where a claimed ``min_claims`` or more discards from b: those given,
     and those the winner's own melds show (吃, 碰 and 明杠 each one claim from their source)."""
     pairs = set(win.bound_pairs)
-    claims = [0] * SEATS
-    for m in win.hand.melds:
-        if m.is_claim and m.source is not None:
-            claims[m.source] += 1
-    for seat, n in enumerate(claims):
-        if n >= profile.chengbao.min_claims:
-            pairs.add((win.winner, seat))
+    melds = win.hand.melds
+    if len(melds) >= profile.chengbao.min_claims:
+        claims = [0] * SEATS
+        for m in melds:
+            if m.source is not None:  # only claimed melds carry a source
+                claims[m.source] += 1
+        for seat, n in enumerate(claims):
+            if n >= profile.chengbao.min_claims:
+                pairs.add((win.winner, seat))
     return pairs
 
 
 def _partners(winner: int, pairs: set[tuple[int, int]], profile: Profile) -> dict[int, int]:
     """Each partner of ``winner`` and the multiplier on their shares (mutual binding counts
     twice)."""
-    out = {}
+    out: dict[int, int] = {}
     for a, b in pairs:
-        if winner in (a, b):
+        if a == winner or b == winner:
             other = b if a == winner else a
             mutual = (other, winner) in pairs and (winner, other) in pairs
             out[other] = profile.chengbao.mutual_multiplier if mutual else 1
