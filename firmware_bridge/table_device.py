@@ -45,7 +45,7 @@ from firmware_bridge.errors import (
     MessageError,
 )
 from firmware_bridge.framing import FrameDecoder
-from firmware_bridge.link import LinkEndpoint
+from firmware_bridge.link import LinkEndpoint, LinkStats
 from firmware_bridge.serial_port import Backoff, SerialPort
 
 __all__ = [
@@ -364,7 +364,8 @@ class TableDevice:
             self._resend.clear()
             self._ready.clear()
         self._events.put(None)
-        if self._dispatch_thread is not None:
+        # a listener may close the device: its own thread cannot wait for itself
+        if self._dispatch_thread not in (None, threading.current_thread()):
             self._dispatch_thread.join(timeout=5)
         self._io_thread = self._dispatch_thread = None
 
@@ -407,7 +408,7 @@ class TableDevice:
         return self._link_up
 
     @property
-    def link_stats(self) -> Any:
+    def link_stats(self) -> LinkStats:
         """The link layer's counters (:class:`~firmware_bridge.link.LinkStats`)."""
         return self._link.stats
 

@@ -179,11 +179,13 @@ class McuServer:
             self.stats["bytes_out"] += n
         if self.client is not None:
             try:
-                self.client.send(data)
+                sent = self.client.send(data)
             except BlockingIOError:
-                self.stats["tx_dropped"] += len(data)
+                sent = 0  # the client is not reading: drop, as a UART would
             except OSError:
                 self.drop_client()
+                return
+            self.stats["tx_dropped"] += len(data) - sent
 
     # --- control -----------------------------------------------------------------------------
 

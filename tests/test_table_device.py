@@ -489,3 +489,19 @@ def test_timed_out_command_reports_its_late_result(sim_mcu) -> None:
 def test_no_port_at_all() -> None:
     with pytest.raises(LinkDown, match="no serial port"):
         TableDevice(None)
+
+
+def test_a_listener_may_close_the_device(table) -> None:
+    sim, dev, _ = table
+    closed = threading.Event()
+
+    def on_event(ev: McuEvent) -> None:
+        if ev.kind == "lid":
+            dev.close()
+            closed.set()
+
+    dev.add_listener(on_event)
+    sim.control("lid open")
+    assert closed.wait(20)
+    with pytest.raises(LinkDown, match="closed"):
+        dev.status()
