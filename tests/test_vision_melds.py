@@ -15,7 +15,14 @@ from controller.rules.tiles import Tile, parse_tiles
 from vision.calibration import SEATS, Calibration, TableGeometry, apply
 from vision.detection import TileDetection
 from vision.labels import BACK, label_from_name
-from vision.melds import MeldView, SeatView, TileRead, group_seat, group_table
+from vision.melds import (
+    MeldView,
+    SeatView,
+    TileRead,
+    group_seat,
+    group_table,
+    merge_duplicates,
+)
 from vision.table_scene import TableScene, random_layout
 
 GEOMETRY = TableGeometry()
@@ -232,6 +239,17 @@ def test_the_table_keeps_only_tiles_in_seat_zones() -> None:
     views = group_table(reads, cal)
     assert [len(v.melds) for v in views] == [1, 1, 0, 0]
     assert all(v.is_empty for v in views[2:]) and views[0].open_tiles == ()
+
+
+def test_a_tile_found_twice_counts_once() -> None:
+    reads = row(0, "E/ E E")
+    twice = TileRead(label_from_name("S"), 0.4, np.add(reads[1].quad, (3.0, 6.0)))  # found again
+    kept = merge_duplicates([*reads, twice])
+    assert len(kept) == 3 and twice not in kept
+    view = group_table([*reads, twice], Calibration(np.eye(3), (900, 900)))[0]
+    assert keys(view) == [key("pung", "EEE", 3)] and not view.notes
+    # touching neighbours are never merged
+    assert len(merge_duplicates(row(0, "1m 2m 3m 4m 5m", gap=0.0))) == 5
 
 
 def _square_at(c: tuple[float, float]) -> np.ndarray:

@@ -579,14 +579,29 @@ def group_seat(
     )
 
 
+def merge_duplicates(reads: Sequence[TileRead], tile_mm: float | None = None) -> list[TileRead]:
+    """One read per tile: tiles never lie on one another, so two reads whose centres are
+    closer than half a tile's width are the same tile found twice; the surer one is kept."""
+    if not reads:
+        return []
+    unit = tile_mm or float(np.median([_in_seat(r, np.eye(3)).short for r in reads]))
+    kept: list[TileRead] = []
+    for r in sorted(reads, key=lambda r: -r.confidence):
+        c = np.array(r.centre)
+        if all(np.hypot(*(c - k.centre)) >= 0.5 * unit for k in kept):
+            kept.append(r)
+    return kept
+
+
 def group_table(
     reads: Iterable[TileRead], calibration: Calibration, *, tile_mm: float | None = None
 ) -> tuple[SeatView, ...]:
     """Every seat's view from the tiles found anywhere on the table: each tile goes to the
     seat whose zone holds its centre; tiles outside every zone (walls, discards) are left out.
+    A tile found twice counts once (:func:`merge_duplicates`).
     """
     per_seat: list[list[TileRead]] = [[] for _ in range(SEATS)]
-    for r in reads:
+    for r in merge_duplicates(list(reads), tile_mm):
         k = calibration.seat_of(r.centre)
         if k is not None:
             per_seat[k].append(r)
