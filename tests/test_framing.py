@@ -78,6 +78,7 @@ def test_encode_refuses_bad_headers(kind: int, seq: int, ack: int, payload: byte
 
 
 @given(st.lists(frames, max_size=8), st.integers(1, 40))
+@settings(deadline=None)
 def test_round_trip_in_any_chunking(fs: list[Frame], chunk: int) -> None:
     wire = b"".join(f.encode() for f in fs)
     dec = FrameDecoder()
@@ -89,7 +90,7 @@ def test_round_trip_in_any_chunking(fs: list[Frame], chunk: int) -> None:
 
 
 @given(st.binary(max_size=2000))
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_random_bytes_never_raise(noise: bytes) -> None:
     dec = FrameDecoder()
     for f in dec.feed(noise):
@@ -128,7 +129,7 @@ def test_single_byte_corruption_is_always_caught() -> None:
 
 
 @given(st.lists(frames, min_size=1, max_size=20), st.randoms(use_true_random=False))
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 def test_corrupted_stream_yields_only_sent_frames(fs: list[Frame], rnd: random.Random) -> None:
     wire = bytearray(b"".join(f.encode() for f in fs))
     for i in range(len(wire)):
