@@ -1,0 +1,323 @@
+"""Benchmark of the tile recogniser: accuracy on held-out real photos, speed, memory, and the
+``mahjong-detector`` peer run on the same photos in the same process.
+
+    python bench/vision_bench.py [--data ../shared/data] [--model DIR] [--frames 20]
+
+Prints, on the held-out split of the real photos (sources never trained on):
+
+- tile-level precision, recall and F1 (a tile counts when a detection has IoU >= 0.5 with it
+  and the right label), for all tiles, for the 34 playing kinds and for the flowers apart;
+- the same for the peer on the kinds it knows (its 34 riichi kinds: flowers are left out of
+  the truth for it), and ours on that same subset;
+- latency per 1280x960 table frame and per tile, and per 640x640 photo, ours and the peer's,
+  with their ratio;
+- peak resident memory of a fresh process that loads the recogniser and reads a frame;
+- the table-frame figures (meld and flower accuracy per seat, through the whole table
+  pipeline) from :func:`vision.table_eval.run` (the table pipeline's part of this benchmark),
+  printed under "table frames".
+
+The peer (a YOLOv8 ONNX model for riichi tiles, ``pip install .[bench]``) is a benchmark peer
+only and never shipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from vision.dataset import load_photos  # noqa: E402
+from vision.detection import box_iou  # noqa: E402
+from vision.labels import BACK, label_name  # noqa: E402
+from vision.recognizer import TileRecognizer  # noqa: E402
+
+PEER_NAMES = {"chun": "C", "haku": "P", "hatsu": "F", "nan": "S", "pe": "N", "sha": "W", "tou": "E"}
+
+
+def match(
+    preds: list[tuple[tuple[float, float, float, float], int, float]],
+    truth_boxes: np.ndarray,
+    truth_labels: np.ndarray,
+) -> list[tuple[int, int | None]]:
+    """Greedy matching, most confident prediction first: each prediction is paired with the
+    unmatched truth of highest IoU (>= 0.5) *with the same label*, else with none.
+
+    Returns ``(prediction index, truth index or None)``."""
+    order = sorted(range(len(preds)), key=lambda i: -preds[i][2])
+    taken: set[int] = set()
+    out = []
+    for i in order:
+        box, label, _ = preds[i]
+        best, bj = 0.5, None
+        for j, (tb, tl) in enumerate(zip(truth_boxes, truth_labels, strict=True)):
+            if j in taken or int(tl) != label:
+                continue
+            iou = box_iou(box, tuple(float(v) for v in tb))
+            if iou >= best:
+                best, bj = iou, j
+        if bj is not None:
+            taken.add(bj)
+        out.append((i, bj))
+    return out
+
+
+class Tally:
+    """True positives, false positives and misses for a subset of labels."""
+
+    def __init__(self, name: str, labels: set[int]) -> None:
+        self.name, self.labels = name, labels
+        self.tp = self.fp = self.fn = 0
+
+    def add(self, preds, truth_labels: np.ndarray, pairs) -> None:
+        matched_truth = {j for _, j in pairs if j is not None}
+        for i, j in pairs:
+            if preds[i][1] in self.labels:
+                if j is None:
+                    self.fp += 1
+                else:
+                    self.tp += 1
+        for j, tl in enumerate(truth_labels):
+            if int(tl) in self.labels and j not in matched_truth:
+                self.fn += 1
+
+    def figures(self) -> dict[str, float]:
+        p = self.tp / max(1, self.tp + self.fp)
+        r = self.tp / max(1, self.tp + self.fn)
+        f1 = 2 * p * r / max(1e-9, p + r)
+        return {"precision": p, "recall": r, "f1": f1, "tiles": self.tp + self.fn}
+
+    def line(self) -> str:
+        f = self.figures()
+        return (
+            f"  {self.name:<38} P {f['precision']:.3f}  R {f['recall']:.3f}  "
+            f"F1 {f['f1']:.3f}  ({int(f['tiles'])} tiles)"
+        )
+
+
+def peer_predict(img_bgr: np.ndarray):
+    """The peer's detections as ``(box, label, confidence)``, boxes in picture pixels."""
+    from mahjong_detector.predict import CLASS_NAMES, predict
+    from mahjong_detector.preprocess import preprocess_image
+    from PIL import Image
+
+    from vision.labels import label_from_name
+
+    pil = Image.fromarray(img_bgr[:, :, ::-1])
+    pre, padding = preprocess_image(pil)
+    out = []
+    for d in predict(pre, padding):
+        name = CLASS_NAMES[d.class_id]
+        label = label_from_name(PEER_NAMES.get(name, name))
+        out.append(((d.x1, d.y1, d.x2 - d.x1, d.y2 - d.y1), label, float(d.confidence)))
+    return out
+
+
+def ours_predict(rec: TileRecognizer, img: np.ndarray):
+    return [(d.box, d.label, d.confidence) for d in rec.detect(img)]
+
+
+def timed(fn, *args, repeat: int) -> tuple[float, object]:
+    """Median seconds of ``repeat`` calls (after one warm-up) and the last result."""
+    result = fn(*args)
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn(*args)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), result
+
+
+def table_frames(n: int, seed: int = 0) -> list[tuple[np.ndarray, int]]:
+    """``n`` rendered 1280x960 table frames (simulator camera) with their tile counts."""
+    from vision.synth import procedural_variants, table_frame
+
+    rng = np.random.default_rng(seed)
+    faces = procedural_variants()
+    out = []
+    for _ in range(n):
+        frame = table_frame(rng, faces)
+        out.append((frame.image, len(frame.truths)))
+    return out
+
+
+MEMORY_PROBE = """
+import resource, sys
+sys.path.insert(0, {repo!r})
+from vision.recognizer import TileRecognizer, read_image
+frame = read_image({frame!r})
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+rec = TileRecognizer({model!r})
+for _ in range(3):
+    rec.detect(frame)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, before / 1024)
+"""
+
+
+def peak_memory_mb(model: str | None, frame: np.ndarray) -> tuple[float, float]:
+    """Peak resident MB of a fresh process that reads a 1280x960 frame from a file, loads
+    the recogniser and reads the frame three times, and its peak before loading the model
+    (Python, numpy, OpenCV and the frame)."""
+    import tempfile
+
+    import cv2
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "frame.png")
+        cv2.imwrite(path, frame)
+        code = MEMORY_PROBE.format(repo=str(REPO), model=model, frame=path)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+    peak, before = (float(v) for v in out.stdout.split())
+    return peak, before
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--frames", type=int, default=12, help="table frames to time")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per picture")
+    ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--limit", type=int, help="only this many held-out photos (a quick look)")
+    ap.add_argument("--table-frames", type=int, default=20, help="tables for the meld figures")
+    ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = ap.parse_args(argv)
+
+    rec = TileRecognizer(args.model, threads=2)
+    photos = load_photos(args.data / "real-photos", ["held_out"])[: args.limit]
+    sources = len({p.source for p in photos})
+    print(f"held-out real photos: {len(photos)} ({sources} source photos never trained on)")
+    figures: dict[str, object] = {"photos": len(photos), "sources": sources}
+
+    flowers = set(range(34, 42))
+    playing = set(range(34))
+    everything = set(range(BACK + 1))
+    ours_all = Tally("ours, all tiles", everything)
+    ours_play = Tally("ours, the 34 playing kinds", playing)
+    ours_flow = Tally("ours, flowers", flowers)
+    ours_on_peer = Tally("ours, peer's kinds (flowers left out)", playing)
+    peer = Tally("peer, its 34 kinds (flowers left out)", playing)
+    per_label = {k: Tally(label_name(k), {k}) for k in range(42)}
+    finder_hits = finder_truth = finder_found = 0
+    read_right = read_all = read_flower_right = read_flower_all = 0
+    our_times, peer_times = [], []
+    use_peer = not args.no_peer and importlib.util.find_spec("mahjong_detector") is not None
+
+    for photo in photos:
+        img = photo.image()
+        t, preds = timed(ours_predict, rec, img, repeat=1)
+        our_times.append(t)
+        pairs = match(preds, photo.boxes, photo.labels)
+        for tally in (ours_all, ours_play, ours_flow, *per_label.values()):
+            tally.add(preds, photo.labels, pairs)
+        # the finder alone: any label
+        anyl = [(b, 0, c) for b, _, c in preds]
+        pairs_any = match(anyl, photo.boxes, np.zeros(len(photo.labels), np.int64))
+        finder_hits += sum(j is not None for _, j in pairs_any)
+        finder_truth += len(photo.labels)
+        finder_found += len(preds)
+        # the classifier alone, on the labelled boxes
+        probs = rec.classify(img, [tuple(float(v) for v in b) for b in photo.boxes])
+        if len(probs):
+            right = probs.argmax(axis=1) == photo.labels
+            read_right += int(right.sum())
+            read_all += len(right)
+            fl = photo.labels >= 34
+            read_flower_right += int(right[fl].sum())
+            read_flower_all += int(fl.sum())
+        # peer's subset: flowers are not in its vocabulary, so they leave the truth
+        keep = photo.labels < 34
+        tb, tl = photo.boxes[keep], photo.labels[keep]
+        ours_sub = [p for p in preds if p[1] < 34]
+        ours_on_peer.add(ours_sub, tl, match(ours_sub, tb, tl))
+        if use_peer:
+            t, ppreds = timed(peer_predict, img, repeat=1)
+            peer_times.append(t)
+            peer.add(ppreds, tl, match(ppreds, tb, tl))
+
+    print("accuracy on held-out real photos (IoU >= 0.5 and the right label):")
+    for tally in (ours_all, ours_play, ours_flow, ours_on_peer) + ((peer,) if use_peer else ()):
+        print(tally.line())
+    fp = finder_hits / max(1, finder_found)
+    fr = finder_hits / max(1, finder_truth)
+    print(f"  tile finding alone (any label):        P {fp:.3f}  R {fr:.3f}  "
+          f"F1 {2 * fp * fr / max(1e-9, fp + fr):.3f}")  # fmt: skip
+    print(
+        f"  reading alone (classifier on the labelled boxes): {read_right / max(1, read_all):.3f}"
+        f" right, flowers {read_flower_right / max(1, read_flower_all):.3f}"
+    )
+    figures["reading_alone"] = {
+        "accuracy": read_right / max(1, read_all),
+        "flower_accuracy": read_flower_right / max(1, read_flower_all),
+    }
+    worst = sorted(per_label.values(), key=lambda t: t.figures()["f1"])[:6]
+    print("  weakest labels: " + ", ".join(f"{t.name} {t.figures()['f1']:.2f}" for t in worst))
+    figures["accuracy"] = {
+        t.name: t.figures() for t in (ours_all, ours_play, ours_flow, ours_on_peer, peer)
+    }
+    figures["finder"] = {"precision": fp, "recall": fr}
+
+    print("latency (median, 2 CPU threads each):")
+    our_photo = statistics.median(our_times)
+    print(f"  640x640 photo: ours {our_photo * 1000:.0f} ms", end="")
+    if use_peer:
+        peer_photo = statistics.median(peer_times)
+        print(f", peer {peer_photo * 1000:.0f} ms (ours / peer = {our_photo / peer_photo:.2f})")
+    else:
+        print()
+    frames = table_frames(args.frames)
+    ft, pt, tiles = [], [], []
+    for img, _n in frames:
+        t, found = timed(rec.detect, img, repeat=args.repeat)
+        ft.append(t)
+        tiles.append(max(1, len(found)))
+        if use_peer:
+            t, _ = timed(peer_predict, img, repeat=args.repeat)
+            pt.append(t)
+    frame_ms = statistics.median(ft) * 1000
+    per_tile = statistics.median([t / n for t, n in zip(ft, tiles, strict=True)]) * 1000
+    print(
+        f"  1280x960 table frame: ours {frame_ms:.0f} ms "
+        f"({statistics.median(tiles):.0f} tiles, {per_tile:.1f} ms per tile)",
+        end="",
+    )
+    figures["latency_ms"] = {"photo": our_photo * 1000, "frame": frame_ms, "per_tile": per_tile}
+    if use_peer:
+        peer_frame = statistics.median(pt) * 1000
+        print(f", peer {peer_frame:.0f} ms (ours / peer = {frame_ms / peer_frame:.2f})")
+        figures["latency_ms"].update(  # type: ignore[union-attr]
+            {"peer_photo": peer_photo * 1000, "peer_frame": peer_frame}
+        )
+    else:
+        print()
+
+    peak, before = peak_memory_mb(str(args.model) if args.model else None, frames[0][0])
+    print(f"peak resident memory reading a frame: {peak:.0f} MB ({before:.0f} MB before loading)")
+    figures["memory_mb"] = {"peak": peak, "before_model": before}
+
+    if importlib.util.find_spec("vision.table_eval") is not None and args.table_frames:
+        from vision.table_eval import run as table_run
+
+        print(f"table frames ({args.table_frames} rendered tables through the table pipeline):")
+        table = table_run(rec, frames=args.table_frames)
+        for k, v in table.items():
+            print(f"  {k}: {v}")
+        figures["table_frames"] = table
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2, default=float) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The real-photo dataset: label parsing, class mapping, the split by source photo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.errors import ModelError
+from controller.rules.tiles import Tile
+from vision.dataset import (
+    ROBOFLOW_CODES,
+    ROBOFLOW_TO_LABEL,
+    SPLITS,
+    load_photos,
+    parse_label_file,
+    source_of,
+    split_of,
+    square_crop,
+)
+
+
+def test_class_map_follows_the_readme_table():
+    table = dict(zip(ROBOFLOW_CODES, ROBOFLOW_TO_LABEL, strict=True))
+    assert len(ROBOFLOW_CODES) == 42 and sorted(ROBOFLOW_TO_LABEL) == list(range(42))
+    assert table["bs1"] == Tile.SPRING and table["bs4"] == Tile.WINTER
+    assert table["sc1"] == Tile.M1 and table["sd5"] == Tile.P5 and table["sb9"] == Tile.S9
+    assert table["hwe"] == Tile.EAST and table["hwn"] == Tile.NORTH
+    assert table["hdr"] == Tile.RED and table["hdg"] == Tile.GREEN and table["hdw"] == Tile.WHITE
+    # their flower order differs from ours: bf3 is the chrysanthemum, bf4 the bamboo
+    assert table["bf1"] == Tile.PLUM and table["bf2"] == Tile.ORCHID
+    assert table["bf3"] == Tile.CHRYSANTHEMUM and table["bf4"] == Tile.BAMBOO_FLOWER
+    assert ROBOFLOW_TO_LABEL[30] == Tile.CHRYSANTHEMUM
+
+
+def test_boxes_and_polygons():
+    text = "4 0.5 0.5 0.2 0.4\n\n30 0.1 0.1 0.3 0.1 0.3 0.3 0.1 0.3\n"
+    boxes, labels = parse_label_file(text, 200, 100)
+    assert labels.tolist() == [Tile.EAST, Tile.CHRYSANTHEMUM]
+    assert boxes[0] == pytest.approx([80, 30, 40, 40])
+    assert boxes[1] == pytest.approx([20, 10, 40, 20])
+
+
+@pytest.mark.parametrize(
+    "line", ["x 0.5 0.5 0.1 0.1", "99 0.5 0.5 0.1 0.1", "3 0.5 0.5 0.1", "3 0.1 0.1 0.2 0.2 0.3"]
+)
+def test_bad_label_lines(line):
+    with pytest.raises(ModelError, match="label line 1"):
+        parse_label_file(line, 100, 100)
+
+
+def test_source_and_split():
+    name = "IMG_12_jpg.rf.0123abcd.jpg"
+    assert source_of(name) == "IMG_12_jpg"
+    assert source_of("plain.jpg") == "plain"
+    assert split_of("IMG_12_jpg") in SPLITS
+
+
+@given(st.text(min_size=1, max_size=30))
+def test_split_is_a_function_of_the_source(source):
+    assert split_of(source) == split_of(source) in SPLITS
+
+
+def test_split_fractions_are_near_the_plan():
+    splits = [split_of(f"photo{i}") for i in range(4000)]
+    held = splits.count("held_out") / len(splits)
+    val = splits.count("validation") / len(splits)
+    assert 0.12 < held < 0.18 and 0.07 < val < 0.13
+
+
+def test_square_crop_centres_the_box():
+    img = np.zeros((100, 100, 3), np.uint8)
+    img[40:60, 45:55] = 255
+    crop = square_crop(img, (45, 40, 10, 20), 40, 2.0)
+    assert crop.shape == (40, 40, 3)
+    assert crop[20, 20].tolist() == [255, 255, 255] and crop[2, 2].tolist() == [0, 0, 0]
+
+
+def test_real_photos_split_by_source(shared_data):
+    photos = load_photos(shared_data / "real-photos")
+    assert len(photos) == 1290
+    by_source: dict[str, set[str]] = {}
+    for p in photos:
+        by_source.setdefault(p.source, set()).add(p.split)
+        assert p.boxes.shape == (len(p.labels), 4)
+        assert (p.boxes[:, 2:] > 0).all()
+    assert len(by_source) == 430
+    assert all(len(s) == 1 for s in by_source.values())  # no source straddles two splits
+    held = [p for p in photos if p.split == "held_out"]
+    assert 0.1 < len(held) / len(photos) < 0.2
+    flowers = sum(int((p.labels >= 34).sum()) for p in held)
+    assert flowers > 100  # enough flowers held out to report them apart
+    assert {p.split for p in load_photos(shared_data / "real-photos", ["held_out"])} == {"held_out"}
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(ModelError, match="no photos"):
+        load_photos(tmp_path)
+    with pytest.raises(ModelError, match="unknown split"):
+        load_photos(tmp_path, ["test"])

@@ -1,0 +1,95 @@
+"""The training pipeline, run in its tiny configuration: data, both networks, ONNX export and
+the manifest, read back by the runtime recogniser."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from controller.errors import ModelError
+from vision.labels import BACK
+
+torch = pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
+
+from vision.recognizer import TileRecognizer  # noqa: E402
+from vision.training import (  # noqa: E402
+    CROP_SIZE,
+    EMBEDDING,
+    TrainConfig,
+    _finder_targets,
+    _rot90,
+    _Sample,
+    build_classifier,
+    build_finder,
+    train,
+)
+
+
+def test_networks_shapes():
+    finder = build_finder().eval()
+    hm, reg = finder(torch.zeros(1, 3, 128, 96))
+    assert hm.shape == (1, 2, 32, 24) and reg.shape == (1, 6, 32, 24)
+    cls = build_classifier().eval()
+    logits, emb = cls(torch.zeros(5, 3, CROP_SIZE, CROP_SIZE))
+    assert logits.shape == (5, 43) and emb.shape == (5, EMBEDDING)
+
+
+def test_finder_targets_mark_centres():
+    sample = _Sample(
+        np.zeros((64, 64, 3), np.uint8),
+        np.array([[10, 10, 12, 16], [40, 30, 16, 12]], np.float32),
+        np.array([np.pi / 2, np.nan], np.float32),
+        np.array([5, BACK]),
+    )
+    t = _finder_targets(sample, 64)
+    assert t["hm"].shape == (2, 16, 16)
+    # a face-up tile peaks in the first heatmap, a face-down one in the second
+    assert t["hm"][0, 4, 4] == 1.0 and t["hm"][1, 9, 12] == 1.0
+    assert t["hm"][1, 4, 4] == 0.0 and t["hm"][0, 9, 12] == 0.0
+    assert t["ind"].tolist() == [4 * 16 + 4, 9 * 16 + 12]
+    assert t["reg"][0, :2] == pytest.approx([0.0, 0.5])
+    assert t["reg"][0, 2:4] == pytest.approx(np.log([3.0, 4.0]))
+    assert t["reg"][0, 4:] == pytest.approx([-1.0, 0.0], abs=1e-6)  # cos 2θ, sin 2θ at 90°
+    assert t["amask"].tolist() == [1.0, 0.0]  # no angle known for the second
+
+
+def test_quarter_turns_keep_boxes_on_their_tiles():
+    img = np.zeros((40, 60, 3), np.uint8)
+    img[5:15, 20:28] = 255
+    boxes = np.array([[20, 5, 8, 10]], np.float32)
+    for k in range(4):
+        turned, b = _rot90(img, boxes, k)
+        x, y, w, h = b[0].astype(int)
+        assert turned[y : y + h, x : x + w].min() == 255
+        assert turned.sum() == img.sum()
+
+
+def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
+    out = tmp_path / "model"
+    logs: list[str] = []
+    cfg = TrainConfig.preset("tiny", shared_data, out, log=logs.append)
+    manifest = train(cfg)
+    for name in ("finder.onnx", "classifier.onnx", "model.json", "base_head.npz"):
+        assert (out / name).is_file()
+    assert json.loads((out / "model.json").read_text()) == manifest
+    assert manifest["training"]["real_train_photos"] == 12
+    assert any("finder epoch 1/1" in line for line in logs)
+    rec = TileRecognizer(out)
+    image = (np.random.default_rng(0).random((120, 160, 3)) * 255).astype(np.uint8)
+    found = rec.detect(image)  # an untrained model finds anything or nothing, but runs
+    assert all(0 <= d.label < 43 for d in found)
+    assert rec.embed(image, [(10, 10, 30, 40)]).shape == (1, EMBEDDING)
+
+
+def test_training_without_shared_data_uses_procedural_faces(tmp_path):
+    cfg = TrainConfig.preset("tiny", None, tmp_path / "m", log=lambda _: None)
+    manifest = train(cfg)
+    assert manifest["training"]["real_train_photos"] == 0
+    TileRecognizer(tmp_path / "m")
+
+
+def test_unknown_preset(tmp_path):
+    with pytest.raises(ModelError, match="preset"):
+        TrainConfig.preset("huge", None, tmp_path)
