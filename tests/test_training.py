@@ -93,3 +93,14 @@ def test_training_without_shared_data_uses_procedural_faces(tmp_path):
 def test_unknown_preset(tmp_path):
     with pytest.raises(ModelError, match="preset"):
         TrainConfig.preset("huge", None, tmp_path)
+
+
+def test_reusing_a_finder_trains_only_the_classifier(tmp_path):
+    first = tmp_path / "first"
+    train(TrainConfig.preset("tiny", None, first, log=lambda _: None))
+    second = tmp_path / "second"
+    logs: list[str] = []
+    train(TrainConfig.preset("tiny", None, second, reuse_finder=first, log=logs.append))
+    assert (second / "finder.onnx").read_bytes() == (first / "finder.onnx").read_bytes()
+    assert not any("finder epoch" in line for line in logs)
+    TileRecognizer(second)

@@ -50,6 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--preset", choices=("full", "tiny"), default="full")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=None, help="CPU threads (default 2)")
+    t.add_argument("--reuse-finder", type=Path, metavar="MODEL_DIR", help="keep this model's "
+                   "finder and train only the classifier")  # fmt: skip
     t.set_defaults(func=train_command)
 
     e = subparsers.add_parser(
@@ -162,6 +164,7 @@ def train_command(args: argparse.Namespace) -> int:
         out,
         seed=args.seed,
         threads=args.threads or default_threads(),
+        reuse_finder=args.reuse_finder,
         log=lambda msg: print(msg, flush=True),
     )
     manifest = train(cfg)

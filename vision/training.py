@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -64,6 +65,8 @@ class TrainConfig:
     classifier_lr: float = 3e-3
     synth_crops_max: int = 30000
     table_frames: int = 150
+    reuse_finder: Path | None = None
+    """A model folder whose finder to keep (only the classifier is trained)."""
     log: Callable[[str], None] = field(default=print, repr=False)
 
     @classmethod
@@ -544,11 +547,21 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         f"table frames: {cfg.table_frames} ({len(table_labels)} tiles), {time.time() - t0:.0f}s"
     )
 
-    finder = _train_finder(cfg, train_photos, val_photos, pool + table_samples, rng)
+    if cfg.reuse_finder is None:
+        finder = _train_finder(cfg, train_photos, val_photos, pool + table_samples, rng)
     classifier, cls_metrics = _train_classifier(
         cfg, train_photos, val_photos, pool, rng, (table_crops, table_labels)
     )
-    finder_metrics = _validate_finder(finder, val_photos, cfg)
+    if cfg.reuse_finder is None:
+        finder_metrics = _validate_finder(finder, val_photos, cfg)
+    else:
+        finder = None
+        old = json.loads((cfg.reuse_finder / MANIFEST_FILE).read_text())
+        finder_metrics = {
+            k: v for k, v in old["training"]["validation"].items() if k.startswith("finder")
+        }
+        if cfg.reuse_finder.resolve() != cfg.out_dir.resolve():
+            shutil.copy2(cfg.reuse_finder / FINDER_FILE, cfg.out_dir / FINDER_FILE)
 
     export_onnx(finder, classifier, cfg.out_dir)
     manifest = {
@@ -567,7 +580,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             "config": {
                 k: (str(v) if isinstance(v, Path) else v)
                 for k, v in asdict(cfg).items()
-                if k not in ("log", "shared_data", "out_dir")
+                if k not in ("log", "shared_data", "out_dir", "reuse_finder")
             },
             "real_train_photos": len(train_photos),
             "real_validation_photos": len(val_photos),
@@ -766,19 +779,20 @@ def export_onnx(finder, classifier, out_dir: Path) -> None:
             hm, reg = self.m(x)
             return torch.sigmoid(hm), torch.cat([reg[:, :4], torch.tanh(reg[:, 4:])], 1)
 
-    finder.eval()
     classifier.eval()
     with torch.no_grad():
-        torch.onnx.export(
-            FinderOut(finder),
-            (torch.zeros(1, 3, 320, 320),),
-            str(out_dir / FINDER_FILE),
-            input_names=["image"],
-            output_names=["heatmap", "regression"],
-            dynamic_axes={"image": {2: "height", 3: "width"}},
-            opset_version=17,
-            dynamo=False,
-        )
+        if finder is not None:
+            finder.eval()
+            torch.onnx.export(
+                FinderOut(finder),
+                (torch.zeros(1, 3, 320, 320),),
+                str(out_dir / FINDER_FILE),
+                input_names=["image"],
+                output_names=["heatmap", "regression"],
+                dynamic_axes={"image": {2: "height", 3: "width"}},
+                opset_version=17,
+                dynamo=False,
+            )
         torch.onnx.export(
             classifier,
             (torch.zeros(2, 3, CROP_SIZE, CROP_SIZE),),
