@@ -125,20 +125,21 @@ class TablePipeline:
 
     def read(self, frame: Frame | np.ndarray) -> TableReading:
         """Find and group the tiles of one frame (the tracker is not touched)."""
-        start = time.perf_counter()
-        image, index, stamp = self._unpack(frame)
-        reads = self._find(image)
-        views = group_table(reads, self.calibration)
-        seconds = time.perf_counter() - start
-        return TableReading(index, stamp, views, tuple(reads), seconds)
+        return self._read(*self._unpack(frame))
 
     def process(self, frame: Frame | np.ndarray) -> TableUpdate:
         """Read a frame and settle it into the tracker: the changes it confirms and every
         seat's settled view."""
         image, index, stamp = self._unpack(frame)
-        reading = self.read(Frame(image, index, stamp, "frame"))
+        reading = self._read(image, index, stamp)
         changes = self.tracker.update(reading.views, is_bare=self.bare_test(image))
         return TableUpdate(reading, tuple(changes), self.tracker.views)
+
+    def _read(self, image: np.ndarray, index: int, stamp: float) -> TableReading:
+        start = time.perf_counter()
+        reads = self._find(image)
+        views = group_table(reads, self.calibration)
+        return TableReading(index, stamp, views, tuple(reads), time.perf_counter() - start)
 
     @property
     def views(self) -> tuple[SeatView, ...]:
