@@ -146,10 +146,11 @@ def count_hua(hand: Hand, flowers: int, profile: Profile) -> list[HuaItem]:
                 kind = "wind" if t < 31 else "dragon"
                 items.append(HuaItem(f"{kind} x{held} held", t.code * held, by[held]))
         return [i for i in items if i.hua]
-    concealed = hand.concealed_counts()
-    for t, source, tiles in _CONCEALED_HONOUR_PUNGS:
-        if concealed[t] >= 3:
-            items.append(HuaItem(source, tiles, hua.wind_pung if t < 31 else hua.dragon_pung))
+    honours = hand.concealed_counts()[27:34]
+    if 3 in honours or 4 in honours:
+        for t, source, tiles in _CONCEALED_HONOUR_PUNGS:
+            if honours[t - 27] >= 3:
+                items.append(HuaItem(source, tiles, hua.wind_pung if t < 31 else hua.dragon_pung))
     return [i for i in items if i.hua]
 
 

@@ -88,12 +88,15 @@ def _partners(winner: int, pairs: set[tuple[int, int]], profile: Profile) -> dic
     return out
 
 
+_OTHERS = tuple(tuple(s for s in range(SEATS) if s != w) for w in range(SEATS))
+
+
 def _shares(
     win: Win, profile: Profile, partners: dict[int, int], co_winners: Sequence[int]
 ) -> list[tuple[int, int, str]]:
     """(payer, shares, reason) for one valid win."""
     cb = profile.chengbao
-    others = [s for s in range(SEATS) if s != win.winner]
+    others = _OTHERS[win.winner]
     if win.how is WinType.EIGHT_FLOWERS:
         return [(s, 1, "八花齐, paid as a self-draw") for s in others]
     if win.how is WinType.SELF_DRAW:
@@ -144,9 +147,7 @@ def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
         raise WinInputError("no win to settle")
     if len(wins) > 1:
         _check_together(wins, profile)
-    # Whole stakes keep to int arithmetic (the common case, and much faster than Fraction).
     stake = wins[0].stake
-    stake = int(stake) if stake.denominator == 1 else stake
     results: list[WinResult] = []
     winners = [w.winner for w in wins]
     for win in wins:

@@ -52,7 +52,7 @@ class Win:
     first_turn: bool = False
     declared_ready: bool = False
     missed_tiles: tuple[Tile, ...] = ()
-    stake: Fraction = Fraction(1)
+    stake: Fraction | int = 1
 
     def __post_init__(self) -> None:
         _seat(self.winner, "winner")
@@ -88,7 +88,9 @@ class Win:
                 )
             for s in pair:
                 _seat(s, "bound_pairs")
-        object.__setattr__(self, "stake", Fraction(self.stake))
+        # A whole stake is kept as an int: exact, and much cheaper to multiply than a Fraction.
+        stake = Fraction(self.stake)
+        object.__setattr__(self, "stake", stake.numerator if stake.denominator == 1 else stake)
         if self.stake <= 0:
             raise WinInputError(f"must be above 0, not {self.stake}", field="stake")
         self._check_hand()
