@@ -69,8 +69,10 @@ class Meld:
     kind: MeldKind
     tiles: tuple[Tile, ...]
     source: int | None = None
-    # Derived once, read by scoring for every win: the notation, and the 花 source it is.
-    _text: str = field(init=False, repr=False, compare=False)
+    # Derived once, read by scoring for every win: the tiles and the whole meld in the
+    # notation, and what the meld is as a source of 花.
+    tiles_text: str = field(init=False, repr=False, compare=False)
+    text: str = field(init=False, repr=False, compare=False)
     _hua_source: str | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -104,12 +106,13 @@ class Meld:
         ):
             raise HandError(f"the seat a meld was claimed from is 0-3, not {self.source!r}")
 
-        text = format_tiles(tiles) + _MELD_NOTATION[kind]
+        object.__setattr__(self, "tiles_text", shown)
+        text = shown + _MELD_NOTATION[kind]
         if self.source is not None:
             text += f"<{self.source}"
         elif kind is not MeldKind.CONCEALED_KONG:
             text += "<?"
-        object.__setattr__(self, "_text", f"[{text}]")
+        object.__setattr__(self, "text", f"[{text}]")
         object.__setattr__(self, "_hua_source", _hua_source(kind, tiles[0]))
 
     @classmethod
@@ -151,7 +154,7 @@ class Meld:
 
     def notation(self) -> str:
         """``[EEE<1]``, ``[123m<3]``, ``[5555p+<2]`` (added kong), ``[FFFF]`` (concealed)."""
-        return self._text
+        return self.text
 
     @property
     def hua_source(self) -> str | None:

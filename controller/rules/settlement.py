@@ -88,6 +88,12 @@ def _partners(winner: int, pairs: set[tuple[int, int]], profile: Profile) -> dic
     return out
 
 
+# Enum members cost a class lookup on every access on 3.11: the hot path uses these.
+_SELF_DRAW, _ROBBING, _EIGHT_FLOWERS = (
+    WinType.SELF_DRAW,
+    WinType.ROBBING_KONG,
+    WinType.EIGHT_FLOWERS,
+)
 _OTHERS = tuple(tuple(s for s in range(SEATS) if s != w) for w in range(SEATS))
 
 
@@ -97,9 +103,10 @@ def _shares(
     """(payer, shares, reason) for one valid win."""
     cb = profile.chengbao
     others = _OTHERS[win.winner]
-    if win.how is WinType.EIGHT_FLOWERS:
+    how = win.how
+    if how is _EIGHT_FLOWERS:
         return [(s, 1, "八花齐, paid as a self-draw") for s in others]
-    if win.how is WinType.SELF_DRAW:
+    if how is _SELF_DRAW:
         out = []
         for s in others:
             if s in partners:
@@ -109,7 +116,7 @@ def _shares(
         return out
     d = win.discarder
     assert d is not None
-    if win.how is WinType.ROBBING_KONG:
+    if how is _ROBBING:
         out = [(d, profile.payments.robbing_kong_shares, "抢杠: the konger pays")]
         for s, mult in partners.items():
             out.append((s, cb.robbing_kong * mult, _bound("robbing a kong", mult)))
@@ -147,33 +154,45 @@ def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
         raise WinInputError("no win to settle")
     if len(wins) > 1:
         _check_together(wins, profile)
-    stake = wins[0].stake
+    first = wins[0]
+    stake = first.stake
     results: list[WinResult] = []
     winners = [w.winner for w in wins]
+    valid_winners = []
+    totals: list[Fraction | int] = [0] * SEATS
+    bound = profile.chengbao.enabled
     for win in wins:
         outcome = score_win(win, profile)
-        pairs = bound_pairs(win, profile) if profile.chengbao.enabled else set()
-        partners = _partners(win.winner, pairs, profile)
-        if win.how is WinType.EIGHT_FLOWERS:
-            partners = {}
-        if isinstance(outcome, Refusal):
-            results.append(WinResult(win, None, outcome.reason, tuple(sorted(partners)), ()))
+        winner = win.winner
+        partners = (
+            _partners(winner, bound_pairs(win, profile), profile)
+            if bound and win.how is not _EIGHT_FLOWERS
+            else {}
+        )
+        partner_seats = tuple(sorted(partners)) if partners else ()
+        if type(outcome) is Refusal:
+            results.append(WinResult(win, None, outcome.reason, partner_seats, ()))
             continue
-        co = [w for w in winners if w != win.winner]
+        valid_winners.append(winner)
+        co = [w for w in winners if w != winner] if len(winners) > 1 else ()
+        value = outcome.value * stake
         payments = []
         for payer, shares, reason in _shares(win, profile, partners, co):
             if shares:
-                amount = shares * outcome.value * stake
-                payments.append(Payment(payer, win.winner, shares, amount, reason))
-        results.append(WinResult(win, outcome, None, tuple(sorted(partners)), tuple(payments)))
-    cap_note = _apply_payer_cap(results, profile, stake)
-    totals: list[Fraction | int] = [0] * SEATS
-    for r in results:
-        for p in r.payments:
-            totals[p.payer] -= p.amount
-            totals[p.payee] += p.amount
-    valid_winners = [r.win.winner for r in results if r.valid]
-    first = wins[0]
+                amount = shares * value
+                payments.append(Payment(payer, winner, shares, amount, reason))
+                totals[payer] -= amount
+                totals[winner] += amount
+        results.append(WinResult(win, outcome, None, partner_seats, tuple(payments)))
+    if profile.payments.payer_cap:
+        cap_note = _apply_payer_cap(results, profile, stake)
+        totals = [0] * SEATS
+        for r in results:
+            for pay in r.payments:
+                totals[pay.payer] -= pay.amount
+                totals[pay.payee] += pay.amount
+    else:
+        cap_note = None
     nd = (
         next_dealer(first.dealer, valid_winners, first.discarder) if valid_winners else first.dealer
     )
