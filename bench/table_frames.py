@@ -1,7 +1,7 @@
 """Table-frame figures for ``bench/vision_bench.py``: meld and flower accuracy per seat on
 rendered table frames, read through the real pipeline (see :mod:`vision.table_eval`).
 
-    python bench/table_frames.py [--frames 20] [--mode seats|frame] [--model DIR]
+    python bench/table_frames.py [--frames 20] [--mode frame|seats] [--model DIR]
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from vision.melds import (
     group_seat,
     group_table,
     merge_duplicates,
+    settle_orientation,
 )
 from vision.table_scene import TableScene, random_layout
 
@@ -293,3 +294,67 @@ def test_every_laid_out_table_reads_back_exactly(layout_seed: int, scene_seed: i
         assert view.flowers == seat.flowers
         assert view.open_tiles == seat.open_tiles
         assert not view.notes
+
+
+def _upright_outline(read: TileRead, seat: int) -> TileRead:
+    """The read as a recogniser that took it for an upright tile would give it."""
+    local = apply(GEOMETRY.plane_to_seat(seat), read.quad)
+    u, v = local.mean(axis=0)
+    quad = apply(
+        GEOMETRY.seat_to_plane(seat),
+        [(u - 15, v - 20), (u + 15, v - 20), (u + 15, v + 20), (u - 15, v + 20)],
+    )
+    return TileRead(read.label, read.confidence, quad)
+
+
+def _spans(reads: list[TileRead], seat: int, extra: float = 0.0) -> list[tuple[float, float]]:
+    """How deep each true tile reaches, as the picture shows it (``extra``: parallax)."""
+    out = []
+    for r in reads:
+        v = apply(GEOMETRY.plane_to_seat(seat), r.quad)[:, 1]
+        out.append((float(v.min()), float(v.max()) + extra))
+    return out
+
+
+@pytest.mark.parametrize("parallax", [0.0, 4.0, 9.0])
+@pytest.mark.parametrize("seat", [0, 3])
+def test_depths_turn_tiles_the_recogniser_saw_the_wrong_way(seat: int, parallax: float) -> None:
+    truth = [*row(seat, "7p 7p/ 7p | 3m/ 4m 5m"), tile_at(seat, "2f", 200, 152)]
+    wrong = [_upright_outline(r, seat) for r in truth]  # every tile taken for upright
+    assert keys(group_seat(seat, wrong)) != [
+        key("pung", "777p", (seat + 2) % 4),
+        key("chow", "345m", (seat + 3) % 4),
+    ]
+    settled = settle_orientation(seat, wrong, _spans(truth, seat, parallax))
+    view = group_seat(seat, settled)
+    assert keys(view) == [key("pung", "777p", (seat + 2) % 4), key("chow", "345m", (seat + 3) % 4)]
+    assert view.flowers == (Tile.SPRING + 1,) and not view.notes
+
+
+def test_a_stack_found_as_one_tile_is_split_in_two() -> None:
+    truth = row(1, "9m/+9m 9m 9m")  # the claimed tile, the added one beyond it, two upright
+    stack, rest = truth[:2], truth[2:]
+    both = np.vstack([r.quad for r in stack])
+    merged = TileRead(stack[0].label, 0.9, _bounding_quad(both, 1))  # one box round the pair
+    spans = [(62.0, 62.0 + 61.0), *_spans(rest, 1)]
+    view = group_seat(1, settle_orientation(1, [merged, *rest], spans))
+    assert keys(view) == [key("added_kong", "9999m", 0)]
+
+
+def _bounding_quad(points: np.ndarray, seat: int) -> np.ndarray:
+    local = apply(GEOMETRY.plane_to_seat(seat), points)
+    (u0, v0), (u1, v1) = local.min(axis=0), local.max(axis=0)
+    return apply(GEOMETRY.seat_to_plane(seat), [(u0, v0), (u1, v0), (u1, v1), (u0, v1)])
+
+
+def test_depths_that_fit_no_tile_change_nothing() -> None:
+    truth = row(2, "E/ E E")
+    wrong = [_upright_outline(r, 2) for r in truth]
+    spans = _spans(truth, 2)
+    spans[0] = (spans[0][0], spans[0][0] + 95.0)  # a hand touching it: no opinion
+    kept = settle_orientation(2, wrong, spans)
+    assert all(np.allclose(a.quad, b.quad) for a, b in zip(kept, wrong, strict=True))
+    assert settle_orientation(2, wrong, [None, None, None]) == wrong
+    backs = row(2, "back 6s 6s back")
+    same = settle_orientation(2, backs, [(62.0, 80.0)] * 4)  # face-down tiles keep outlines
+    assert np.allclose(same[0].quad, backs[0].quad) and np.allclose(same[3].quad, backs[3].quad)

@@ -579,6 +579,113 @@ def group_seat(
     )
 
 
+def settle_orientation(
+    seat: int,
+    reads: Sequence[TileRead],
+    spans: Sequence[tuple[float, float] | None],
+    geometry: TableGeometry | None = None,
+) -> list[TileRead]:
+    """Turn the tiles whose measured depth says they lie the other way.
+
+    ``spans[i]`` is ``(near, far)``: how far from the seat's edge tile ``i`` begins and ends,
+    measured in the picture (``None`` where it could not be). A claimed tile lying sideways
+    reaches a quarter less deep than an upright one; a sideways tile with an added one stacked
+    beyond it (an added kong) twice as deep as a single sideways tile. The reference is the
+    depth the upright tiles show (most of a seat's tiles lie upright), so the tiles' height
+    showing in an oblique view (parallax) cancels out. Two stacked tiles found as one are
+    split in two; face-down tiles keep their outline.
+    """
+    geometry = geometry or TableGeometry()
+    to_seat = geometry.plane_to_seat(seat)
+    tiles = [_in_seat(r, to_seat) for r in reads]
+    depths = [span[1] - span[0] if span else None for span in spans]
+    measured = [d for t, d in zip(tiles, depths, strict=True) if d and not t.read.face_down]
+    up = _upright_depth(measured)
+    if up is None:
+        return list(reads)
+    unit = 0.75 * up  # a tile's width, measured the same way
+    out: list[TileRead] = []
+    for i, (t, d) in enumerate(zip(tiles, depths, strict=True)):
+        sideways: bool | None = None  # no opinion: keep the recogniser's outline
+        shape = None if d is None or t.read.face_down else _depth_class(d / up)
+        if shape == "sideways":
+            sideways = True
+        elif shape == "upright":
+            sideways = False
+        elif shape == "stack":  # two tiles deep: a claimed tile and an added one beyond it
+            if any(
+                j != i and abs(o.u - t.u) < 0.5 * unit and 0.8 * unit < abs(o.v - t.v) < 1.3 * unit
+                for j, o in enumerate(tiles)
+            ):
+                sideways = True
+            elif 2 * t.hu >= 1.15 * unit:  # found as one tile, as wide as a sideways one
+                out += _split_stack(t, spans[i], geometry.seat_to_plane(seat))  # type: ignore[arg-type]
+                continue
+        # anything else (a hand touching it, a shadow) gives no opinion
+        if sideways is None or sideways == t.sideways:
+            out.append(t.read)
+        else:
+            c = t.read.quad.mean(axis=0)
+            turned = (t.read.quad - c) @ np.array([[0.0, 1.0], [-1.0, 0.0]]) + c
+            r = t.read
+            out.append(
+                TileRead(r.label, r.confidence, turned, r.needs_confirmation, r.alternatives)
+            )
+    return out
+
+
+# the depths of a sideways tile, an upright one and a stack of two sideways ones, in upright
+# tiles' depths (a tile is 3:4)
+_DEPTHS = {"sideways": 0.75, "upright": 1.0, "stack": 1.5}
+
+
+def _depth_class(ratio: float, tolerance: float = 0.12) -> str | None:
+    """Which way a tile lies, by its depth over an upright tile's; ``None`` if none fits."""
+    name, centre = min(_DEPTHS.items(), key=lambda kv: abs(ratio - kv[1]))
+    return name if abs(ratio - centre) <= tolerance * centre else None
+
+
+def _upright_depth(depths: Sequence[float]) -> float | None:
+    """The depth an upright tile shows, from a seat's measured depths: the value that explains
+    most of them as upright, sideways or stacked tiles (upright ones counting most, as most
+    tiles lie upright), the closer the better."""
+    if not depths:
+        return None
+    best: tuple[float, float] | None = None
+    for d in depths:
+        for c in _DEPTHS.values():
+            up = d / c
+            score = 0.0
+            for x in depths:
+                shape = _depth_class(x / up, 0.1)
+                if shape is not None:
+                    weight = 1.0 if shape == "upright" else 0.6
+                    score += weight - abs(x / up - _DEPTHS[shape])
+            if best is None or score > best[0]:
+                best = (score, up)
+    assert best is not None
+    return best[1]
+
+
+def _split_stack(t: _Tile, span: tuple[float, float], to_plane: np.ndarray) -> list[TileRead]:
+    """Two sideways tiles, one beyond the other, filling ``span``: what was found as one."""
+    near, far = span
+    short = (far - near) / 2
+    half_long = short * 2 / 3
+    r = t.read
+    out = []
+    for v0 in (near, near + short):
+        local = [
+            (t.u - half_long, v0),
+            (t.u + half_long, v0),
+            (t.u + half_long, v0 + short),
+            (t.u - half_long, v0 + short),
+        ]
+        quad = apply(to_plane, local)
+        out.append(TileRead(r.label, r.confidence, quad, r.needs_confirmation, r.alternatives))
+    return out
+
+
 def merge_duplicates(reads: Sequence[TileRead], tile_mm: float | None = None) -> list[TileRead]:
     """One read per tile: tiles never lie on one another, so two reads whose centres are
     closer than half a tile's width are the same tile found twice; the surer one is kept."""

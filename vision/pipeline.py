@@ -8,10 +8,13 @@ feeds the :class:`~vision.tracker.TableTracker` and returns a :class:`TableUpdat
 settled views and the changes that settled with this frame; :meth:`~TablePipeline.watch`
 does that for every frame of a camera, riding out a camera that disappears.
 
-The recogniser reads, by default, each seat's strip of the table cut out of the frame and
-turned so that the seat's tiles stand upright (``mode="seats"``): perspective is removed and
-every tile is seen at the same scale. ``mode="frame"`` runs it on the camera frame as it is.
-Either way the tiles found are mapped onto the plane and grouped per seat.
+The recogniser reads, by default, the camera frame as it is (``mode="frame"``), as it was
+trained to; ``mode="seats"`` gives it instead each seat's strip of the table, cut out of the
+frame and turned so that the seat's tiles stand upright (perspective removed, every tile at
+one scale), which suits a recogniser trained on such strips. Either way the tiles found are
+mapped onto the plane, a tile found twice is counted once, each tile's way round is checked
+against how deep it reaches across its seat's edge in the picture (a claimed tile lies
+sideways; see :func:`vision.melds.settle_orientation`), and the tiles are grouped per seat.
 
 >>> pipeline = TablePipeline(load_calibration("calibration.json"))   # doctest: +SKIP
 >>> for update in pipeline.watch(open_camera("0")):                  # doctest: +SKIP
@@ -30,17 +33,21 @@ import cv2
 import numpy as np
 
 from controller.errors import CameraError, VisionError
-from vision.calibration import SEATS, Calibration
+from vision.calibration import SEATS, Calibration, apply
 from vision.camera import CameraLost, CameraSource, EndOfStream, Frame, as_bgr
 from vision.detection import TileDetection
-from vision.melds import SeatView, TileRead, group_table
+from vision.melds import SeatView, TileRead, group_table, merge_duplicates, settle_orientation
 from vision.tracker import TableChange, TableTracker
 
-MODES = ("seats", "frame")
+MODES = ("frame", "seats")
 STRIP_MARGIN_MM = 25.0
 """How far beyond its zone a seat's strip reaches, so a tile on the zone's edge is seen whole."""
 BARE_PX_PER_MM = 0.5
 """Resolution of the picture used to tell bare table from a hand over it."""
+ORIENT_PX_PER_MM = 1.0
+"""Resolution of the picture in which tiles' depth across the seat's edge is measured."""
+CHROMA_TOLERANCE = 10
+"""How far (Cr, Cb units) a pixel's colour may be from the felt's and still be felt."""
 
 
 class Recognizer(Protocol):
@@ -92,7 +99,7 @@ class TablePipeline:
     (default: :class:`~vision.recognizer.TileRecognizer` with the committed model, which
     raises :class:`~controller.errors.ModelError` when the model is missing or corrupt);
     ``tracker`` settles readings over frames (default: a :class:`TableTracker` for the
-    calibration's table); ``mode`` is ``"seats"`` or ``"frame"`` (see the module's notes);
+    calibration's table); ``mode`` is ``"frame"`` or ``"seats"`` (see the module's notes);
     ``px_per_mm`` the resolution of the seat strips.
     """
 
@@ -102,11 +109,11 @@ class TablePipeline:
         recognizer: Recognizer | None = None,
         *,
         tracker: TableTracker | None = None,
-        mode: str = "seats",
+        mode: str = "frame",
         px_per_mm: float = 1.5,
     ) -> None:
         if mode not in MODES:
-            raise VisionError(f"the pipeline's mode is 'seats' or 'frame', not {mode!r}")
+            raise VisionError(f"the pipeline's mode is 'frame' or 'seats', not {mode!r}")
         if not 0.2 <= px_per_mm <= 8:
             raise VisionError(f"px_per_mm must be between 0.2 and 8, not {px_per_mm}")
         if recognizer is None:
@@ -137,7 +144,7 @@ class TablePipeline:
 
     def _read(self, image: np.ndarray, index: int, stamp: float) -> TableReading:
         start = time.perf_counter()
-        reads = self._find(image)
+        reads = self._settle_orientation(image, merge_duplicates(self._find(image)))
         views = group_table(reads, self.calibration)
         return TableReading(index, stamp, views, tuple(reads), time.perf_counter() - start)
 
@@ -210,6 +217,40 @@ class TablePipeline:
                     reads.append(read)
         return reads
 
+    # -- which way tiles lie -------------------------------------------------------------------
+
+    def _settle_orientation(self, image: np.ndarray, reads: list[TileRead]) -> list[TileRead]:
+        """Check each tile's way round against the picture: how far it reaches across its
+        seat's edge (see :func:`vision.melds.settle_orientation`)."""
+        cal = self.calibration
+        by_seat: list[list[TileRead]] = [[] for _ in range(SEATS)]
+        out = []
+        for r in reads:
+            seat = cal.seat_of(r.centre)
+            (out if seat is None else by_seat[seat]).append(r)
+        ppm = ORIENT_PX_PER_MM
+        for seat, rs in enumerate(by_seat):
+            if not rs:
+                continue
+            strip = cal.seat_image(image, seat, ppm, margin_mm=STRIP_MARGIN_MM)
+            ycc = cv2.cvtColor(strip, cv2.COLOR_BGR2YCrCb)
+            felt = np.median(ycc[::4, ::4].reshape(-1, 3), axis=0)  # most of a strip is table
+            solid = ~_table_showing(ycc, felt)
+            # close the face's strokes (ink may be the felt's colour) into solid tiles
+            k = max(3, round(6 * ppm))
+            solid = cv2.morphologyEx(solid.astype(np.uint8), cv2.MORPH_CLOSE, np.ones((k, k)))
+            to_strip = np.linalg.inv(cal.seat_strip_to_plane(seat, ppm, margin_mm=STRIP_MARGIN_MM))
+            centres = apply(to_strip, [r.centre for r in rs])
+            far_edge = solid.shape[0] / ppm  # the strip's top row, as distance from the edge
+            spans = []
+            for x, y in centres:
+                rows = _solid_rows(solid.astype(bool), x, y, ppm)
+                spans.append(
+                    None if rows is None else (far_edge - rows[1] / ppm, far_edge - rows[0] / ppm)
+                )
+            out += settle_orientation(seat, rs, spans, cal.geometry)
+        return out
+
     # -- bare table ----------------------------------------------------------------------------
 
     def _zones_at(self, ppm: float) -> np.ndarray:
@@ -225,12 +266,8 @@ class TablePipeline:
         zones show), so a hand, a sleeve or a tile there is not bare."""
         ppm = BARE_PX_PER_MM
         plane = self.calibration.plane_image(image, ppm)
-        lab = cv2.cvtColor(plane, cv2.COLOR_BGR2LAB).astype(np.int16)
-        felt = np.median(lab[self._zone_mask], axis=0)
-        # chroma says felt more reliably than lightness, which falls off across the table
-        chroma = np.abs(lab[..., 1:] - felt[1:]).max(axis=2)
-        lightness = np.abs(lab[..., 0] - felt[0])
-        feltish = (chroma <= 14) & (lightness <= 70)
+        ycc = cv2.cvtColor(plane, cv2.COLOR_BGR2YCrCb)
+        feltish = _table_showing(ycc, np.median(ycc[self._zone_mask], axis=0))
 
         def is_bare(quad: np.ndarray) -> bool:
             pts = np.asarray(quad, np.float64) * ppm
@@ -246,3 +283,32 @@ class TablePipeline:
             return bool(inside.size and inside.mean() >= 0.85)
 
         return is_bare
+
+
+def _table_showing(ycc: np.ndarray, felt: np.ndarray) -> np.ndarray:
+    """Where a YCrCb picture (``uint8``) shows the table top of colour ``felt``. Chroma tells
+    felt more reliably than brightness, which falls off across the table."""
+    y, cr, cb = cv2.split(ycc)
+    chroma = cv2.max(cv2.absdiff(cr, float(felt[1])), cv2.absdiff(cb, float(felt[2])))
+    return (chroma <= CHROMA_TOLERANCE) & (cv2.absdiff(y, float(felt[0])) <= 70)
+
+
+def _solid_rows(solid: np.ndarray, x: float, y: float, ppm: float) -> tuple[int, int] | None:
+    """The first and last row of the solid thing at strip pixel (x, y), along a band a third
+    of a tile wide (rows where most of the band is solid); ``None`` off the strip."""
+    h, w = solid.shape
+    cx, cy = round(x), round(y)
+    half = max(1, round(5 * ppm))
+    if not (half <= cx < w - half and 0 <= cy < h):
+        return None
+    rows = solid[:, cx - half : cx + half + 1].mean(axis=1) > 0.5
+    if not rows[cy]:
+        return None
+    top, bottom = cy, cy
+    while top > 0 and rows[top - 1]:
+        top -= 1
+    while bottom < h - 1 and rows[bottom + 1]:
+        bottom += 1
+    if top == 0 or bottom == h - 1:
+        return None  # runs off the strip: cannot say
+    return top, bottom + 1

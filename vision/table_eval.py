@@ -128,7 +128,7 @@ def evaluate(
     *,
     frames: int = 20,
     seed: int = 0,
-    mode: str = "seats",
+    mode: str = "frame",
     frame_size: tuple[int, int] = (1280, 960),
 ) -> TableFigures:
     """Render ``frames`` random tables and read each through the pipeline with
@@ -172,7 +172,7 @@ def evaluate(
 
 
 def run(recognizer: Recognizer, frames: int = 20, seed: int = 0) -> dict[str, Any]:
-    """The table-frame figures :mod:`bench.vision_bench` prints (seat strips, 1280x960)."""
+    """The table-frame figures ``bench/vision_bench.py`` prints (1280x960 frames)."""
     return evaluate(recognizer, frames=frames, seed=seed).figures()
 
 
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--frames", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--mode", choices=("seats", "frame"), default="seats")
+    ap.add_argument("--mode", choices=("frame", "seats"), default="frame")
     ap.add_argument("--model", help="model folder (default: the committed model)")
     args = ap.parse_args(argv)
     from vision.recognizer import TileRecognizer
