@@ -127,8 +127,10 @@ def decode_finder(
     ]
 
 
-def _nms(boxes: np.ndarray, iou: float) -> list[int]:
-    """Greedy suppression of boxes (x, y, w, h) sorted best first; the kept indices."""
+def _nms(boxes: np.ndarray, iou: float, inside: float = 0.7) -> list[int]:
+    """Greedy suppression of boxes (x, y, w, h) sorted best first: a box goes when its IoU
+    with a better one passes ``iou``, or when a better one covers more than ``inside`` of it
+    (a second peak on part of a large tile). Returns the kept indices."""
     x0, y0 = boxes[:, 0], boxes[:, 1]
     x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
     area = boxes[:, 2] * boxes[:, 3]
@@ -141,7 +143,9 @@ def _nms(boxes: np.ndarray, iou: float) -> list[int]:
         iw = np.clip(np.minimum(x1[i], x1) - np.maximum(x0[i], x0), 0, None)
         ih = np.clip(np.minimum(y1[i], y1) - np.maximum(y0[i], y0), 0, None)
         inter = iw * ih
-        over = inter / np.maximum(area[i] + area - inter, 1e-9) > iou
+        over = (inter / np.maximum(area[i] + area - inter, 1e-9) > iou) | (
+            inter / np.maximum(area, 1e-9) > inside
+        )
         over[: i + 1] = False
         alive &= ~over
     return keep
@@ -224,6 +228,7 @@ class TileRecognizer:
             min_confidence if min_confidence is not None else manifest.get("min_confidence", 0.6)
         )
         self.back_threshold = float(manifest.get("back_threshold", 0.85))
+        self.rescale = bool(manifest.get("rescale", True))
         if not 0.0 <= self.min_confidence <= 1.0:
             raise ModelError(f"min_confidence must be 0-1, not {self.min_confidence}")
         if self.input_size < 64 or self.input_size % 32:
@@ -302,10 +307,28 @@ class TileRecognizer:
 
     def find(self, image: np.ndarray) -> list[tuple[Box, float, float, float]]:
         """The finder's tiles in a picture: ``(box, score, angle, face_down)`` each (see
-        :func:`decode_finder`), boxes in picture pixels."""
+        :func:`decode_finder`), boxes in picture pixels.
+
+        The finder knows tiles of about 12-80 pixels. When the tiles it finds at the usual
+        size are large (a close-up photo), it looks again at the picture shrunk so that they
+        are about ``TARGET_TILE`` pixels, and keeps that reading."""
         img = as_bgr(image)
+        size = self.input_size
+        found = self._find_at(img, size)
+        if self.rescale and found:
+            short = float(np.median([min(b[2], b[3]) for b, *_ in found]))
+            seen = short * size / max(img.shape[:2])
+            if seen > self.TARGET_TILE * 1.6:
+                smaller = max(256, int(size * self.TARGET_TILE / seen) // 32 * 32)
+                found = self._find_at(img, smaller)
+        return found
+
+    TARGET_TILE = 36.0
+    """The tile width (finder pixels) a close-up is shrunk to."""
+
+    def _find_at(self, img: np.ndarray, size: int) -> list[tuple[Box, float, float, float]]:
         h, w = img.shape[:2]
-        s = self.input_size / max(h, w)
+        s = size / max(h, w)
         nw, nh = max(1, round(w * s)), max(1, round(h * s))
         pw, ph = -(-nw // 32) * 32, -(-nh // 32) * 32
         small = cv2.resize(

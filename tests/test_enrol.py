@@ -1,0 +1,168 @@
+"""Enrolment: a photographed grid of one's own set, labelled by the layout, refits the head."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from controller.cli import main
+from vision import enrol
+from vision.detection import TileDetection
+from vision.faces import procedural_faces
+from vision.labels import BACK, NUM_LABELS
+from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
+from vision.render import Camera, PlacedTile, render_scene
+
+# a set unlike the training colours: grey-blue body, red back
+OWN_SET = procedural_faces(body=(205, 215, 200), back=(40, 40, 150), name="own")
+
+
+def _grid_photo(path, layout, seed, faces=OWN_SET):
+    tiles = []
+    for r, row in enumerate(layout):
+        for c, label in enumerate(row):
+            tiles.append(PlacedTile(label, (70 + c * 66, 70 + r * 100), 0.0, 58))
+    cam = Camera.looking_at((700, 560), (1000, 800), tilt=5, noise=3, blur=0.5)
+    out = render_scene(tiles, faces, plane_size=(700, 560), rng=np.random.default_rng(seed),
+                       table="felt", camera=cam)  # fmt: skip
+    cv2.imwrite(str(path), out.image)
+    return out
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return TileRecognizer(threads=2)
+
+
+def test_parse_layout():
+    rows = enrol.parse_layout(enrol.DEFAULT_LAYOUT)
+    assert [len(r) for r in rows] == [9, 9, 9, 7, 8]
+    assert sorted(x for r in rows for x in r) == list(range(42))
+    assert enrol.parse_layout("12m # 3m\nEE") == [[0, 1, BACK, 2], [27, 27]]
+    with pytest.raises(enrol.EnrolError, match="row 2"):
+        enrol.parse_layout("123m / 12x")
+    with pytest.raises(enrol.EnrolError, match="no tiles"):
+        enrol.parse_layout(" / ")
+
+
+def _det(x, y):
+    quad = np.array([[x, y], [x + 30, y], [x + 30, y + 40], [x, y + 40]], np.float32)
+    return TileDetection(0, 0.9, (x, y, 30, 40), quad)
+
+
+def test_group_rows_reads_rows_left_to_right():
+    dets = [_det(100, 210), _det(10, 205), _det(50, 10), _det(10, 12), _det(55, 200)]
+    rows = enrol.group_rows(dets)
+    assert [[d.box[0] for d in r] for r in rows] == [[10, 50], [10, 55, 100]]
+    assert enrol.group_rows([]) == []
+
+
+def test_fit_head_learns_separable_embeddings():
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 1, (NUM_LABELS, 16))
+    labels = np.repeat(np.arange(NUM_LABELS), 5)
+    emb = centres[labels] + rng.normal(0, 0.1, (len(labels), 16))
+    w0, b0 = np.zeros((16, NUM_LABELS)), np.zeros(NUM_LABELS)
+    assert enrol.accuracy(emb, labels, w0, b0) < 0.1
+    w, b = enrol.fit_head(emb, labels, w0, b0)
+    assert enrol.accuracy(emb, labels, w, b) == 1.0
+    with pytest.raises(enrol.EnrolError):
+        enrol.fit_head(emb[:0], labels[:0], w0, b0)
+
+
+def test_enrol_own_set_end_to_end(tmp_path, rec):
+    layout = enrol.parse_layout(enrol.DEFAULT_LAYOUT)
+    photo = tmp_path / "grid.png"
+    _grid_photo(photo, layout, seed=1)
+    samples = enrol.samples_from_grid(rec, photo, layout)
+    assert [s.label for s in samples] == [x for r in layout for x in r]
+
+    labels_file = tmp_path / "labels.json"
+    enrol.write_labels(labels_file, samples)
+    again = enrol.read_labels(labels_file)
+    assert [(s.label, s.box) for s in again] == [(s.label, pytest.approx(s.box, abs=0.1))
+                                                 for s in samples]  # fmt: skip
+    sheet = enrol.contact_sheet(samples)
+    assert sheet.shape[1] == 9 * 72 and sheet.shape[0] >= 5 * 72
+
+    w0, b0 = enrol.base_head(DEFAULT_MODEL_DIR)
+    emb, labels = enrol.embeddings_of(rec, samples)
+    assert len(emb) == 12 * len(samples)
+    w, b = enrol.fit_head(emb, labels, w0, b0)
+    assert enrol.accuracy(emb, labels, w, b) >= enrol.accuracy(emb, labels, w0, b0)
+    out = enrol.save_enrolled(DEFAULT_MODEL_DIR, tmp_path / "own", w, b, {"tiles": len(samples)})
+
+    # a new photo of the same set, laid out differently, read by the enrolled model
+    second = tmp_path / "second.png"
+    shuffled = [list(reversed(r)) for r in reversed(layout)]
+    _grid_photo(second, shuffled, seed=2)
+    enrolled = TileRecognizer(out)
+    assert enrolled.head is not None
+    got = enrol.samples_from_grid(enrolled, second, shuffled)
+    right = sum(s.read_as == s.label for s in got) / len(got)
+    base = enrol.samples_from_grid(rec, second, shuffled)
+    right_before = sum(s.read_as == s.label for s in base) / len(base)
+    assert right >= 0.95 and right >= right_before
+
+
+def test_a_photo_that_does_not_match_the_layout(tmp_path, rec):
+    photo = tmp_path / "grid.png"
+    _grid_photo(photo, [[0, 1, 2], [3, 4]], seed=3)
+    with pytest.raises(enrol.EnrolError, match="row 2 has 2 tiles found, the layout says 3"):
+        enrol.samples_from_grid(rec, photo, [[0, 1, 2], [3, 4, 5]])
+    with pytest.raises(enrol.EnrolError, match="found 2 rows"):
+        enrol.samples_from_grid(rec, photo, [[0, 1, 2]])
+
+
+def test_bad_labels_files(tmp_path):
+    bad = tmp_path / "labels.json"
+    bad.write_text("[1, 2")
+    with pytest.raises(enrol.EnrolError, match="cannot read"):
+        enrol.read_labels(bad)
+    bad.write_text(json.dumps({"tiles": [{"image": "a.png", "box": [0, 0, 5, 5], "label": "Q"}]}))
+    with pytest.raises(enrol.EnrolError, match="tile 1"):
+        enrol.read_labels(bad)
+    bad.write_text(json.dumps({"tiles": []}))
+    with pytest.raises(enrol.EnrolError, match="no tiles"):
+        enrol.read_labels(bad)
+    bad.write_text(json.dumps({"rows": []}))
+    with pytest.raises(enrol.EnrolError, match="not an enrolment labels file"):
+        enrol.read_labels(bad)
+
+
+def test_enrolled_model_never_overwrites_its_base(tmp_path):
+    w0, b0 = enrol.base_head(DEFAULT_MODEL_DIR)
+    with pytest.raises(enrol.EnrolError, match="new folder"):
+        enrol.save_enrolled(DEFAULT_MODEL_DIR, DEFAULT_MODEL_DIR, w0, b0, {})
+
+
+def test_enrol_command(tmp_path, capsys):
+    layout = "123456789p / ESWNCFP"
+    rows = enrol.parse_layout(layout)
+    photo = tmp_path / "grid.png"
+    _grid_photo(photo, rows, seed=4)
+    out = tmp_path / "own"
+    assert main(["enrol", str(photo), "--layout", layout, "--out", str(out), "--check-only"]) == 0
+    assert (out / "labels.json").is_file() and (out / "check.png").is_file()
+    assert not (out / "head.npz").exists()
+    # the user corrects the labels file, then refits from it
+    data = json.loads((out / "labels.json").read_text())
+    assert [r["label"] for r in data["tiles"]][:3] == ["1p", "2p", "3p"]
+    assert main(["enrol", "--labels", str(out / "labels.json"), "--out", str(out)]) == 0
+    assert (out / "head.npz").is_file() and (out / "finder.onnx").is_file()
+    info = json.loads((out / "enrolment.json").read_text())
+    assert info["tiles"] == 16
+    assert "enrolled model written" in capsys.readouterr().out
+    assert main(["detect", str(photo), "--model", str(out), "--json"]) == 0
+
+
+def test_enrol_command_errors(tmp_path, capsys):
+    photo = tmp_path / "grid.png"
+    _grid_photo(photo, [[0, 1, 2]], seed=5)
+    assert main(["enrol", str(photo), "--layout", "1234m", "--out", str(tmp_path / "o")]) == 2
+    assert "row 1 has 3 tiles found" in capsys.readouterr().err
+    assert main(["enrol", "--out", str(tmp_path / "o")]) == 2
+    assert "give photos" in capsys.readouterr().err

@@ -1,0 +1,77 @@
+"""The detect and train commands, through the real ``mahjong-table`` entry point."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from controller.cli import main
+from vision.faces import procedural_faces
+from vision.render import PlacedTile, render_scene
+
+
+@pytest.fixture(scope="module")
+def photo(tmp_path_factory):
+    tiles = [PlacedTile(label, (80 + i * 52, 120), 0, 48) for i, label in enumerate([4, 27, 34])]
+    out = render_scene(tiles, procedural_faces(), plane_size=(320, 240),
+                       rng=np.random.default_rng(0), table="felt")  # fmt: skip
+    path = tmp_path_factory.mktemp("photos") / "row.png"
+    cv2.imwrite(str(path), out.image)
+    return path
+
+
+def test_detect_json(photo, capsys):
+    assert main(["detect", str(photo), "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert len(records) == 1 and records[0]["width"] == 320
+    tiles = records[0]["tiles"]
+    assert [t["label"] for t in tiles] == ["5m", "E", "1f"]
+    for t in tiles:
+        assert len(t["box"]) == 4 and len(t["quad"]) == 4 and 0 <= t["confidence"] <= 1
+
+
+def test_detect_text_and_annotation(photo, tmp_path, capsys):
+    assert main(["detect", str(photo), "--annotate", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{photo}: 3 tiles")
+    assert (tmp_path / "row.png").is_file()
+
+
+def test_detect_with_unreadable_images(photo, tmp_path, capsys):
+    bad = tmp_path / "bad.jpg"
+    bad.write_text("no")
+    code = main(["detect", str(bad), str(photo), str(tmp_path / "gone.png"), "--json"])
+    assert code == 2
+    captured = capsys.readouterr()
+    records = json.loads(captured.out)
+    assert "not a picture" in records[0]["error"] and len(records[1]["tiles"]) == 3
+    assert "no such image file" in records[2]["error"]
+    assert "bad.jpg is not a picture" in captured.err
+
+
+def test_detect_with_a_missing_model(photo, tmp_path, capsys):
+    assert main(["detect", str(photo), "--model", str(tmp_path / "none")]) == 3
+    assert "no model folder" in capsys.readouterr().err
+
+
+def test_every_tile_flagged_at_full_confidence(photo, capsys):
+    assert main(["detect", str(photo), "--min-confidence", "1", "--json"]) == 0
+    tiles = json.loads(capsys.readouterr().out)[0]["tiles"]
+    assert tiles and all(t["needs_confirmation"] for t in tiles)
+
+
+def test_train_without_data(tmp_path, capsys):
+    assert main(["train", "--data", str(tmp_path), "--out", str(tmp_path / "m")]) == 2
+    assert "no training data" in capsys.readouterr().err
+
+
+def test_train_tiny(tmp_path, shared_data, capsys):
+    pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
+    out = tmp_path / "m"
+    code = main(["train", "--preset", "tiny", "--data", str(shared_data), "--out", str(out)])
+    assert code == 0
+    assert "model written to" in capsys.readouterr().out
+    assert main(["detect", "--model", str(out), "--json", str(shared_data / "README.md")]) == 2
