@@ -60,11 +60,13 @@ class TrainConfig:
     finder_epochs: int = 18
     finder_steps: int = 130
     finder_lr: float = 3e-3
-    classifier_epochs: int = 14
+    classifier_epochs: int = 26
     classifier_batch: int = 128
     classifier_lr: float = 3e-3
-    synth_crops_max: int = 30000
+    synth_crops_max: int = 20000
     table_frames: int = 150
+    real_flower_repeat: int = 4
+    """How many times each real flower crop is shown per epoch (flowers are rare there)."""
     reuse_finder: Path | None = None
     """A model folder whose finder to keep (only the classifier is trained)."""
     log: Callable[[str], None] = field(default=print, repr=False)
@@ -479,8 +481,10 @@ def _classifier_data(
     for photo in photos:
         img = photo.image()
         for box, label in zip(photo.boxes, photo.labels, strict=True):
-            crops.append(_crop_from_quadless(img, box, None))
-            labels.append(int(label))
+            crop = _crop_from_quadless(img, box, None)
+            repeat = cfg.real_flower_repeat if label >= 34 else 1
+            crops.extend([crop] * repeat)
+            labels.extend([int(label)] * repeat)
     n_real = len(crops)
     synth = []
     for s in pool:
@@ -572,7 +576,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         "crop_size": CROP_SIZE,
         "crop_margin": CROP_MARGIN,
         "finder_input": 640,
-        "finder_threshold": 0.3,
+        "finder_threshold": 0.4,
         "min_confidence": 0.6,
         "back_threshold": 0.85,
         "labels": list(LABEL_NAMES),
@@ -690,7 +694,9 @@ def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=Non
     torch = _torch()
     x_all, y_all = _classifier_data(cfg, photos, pool, rng, extra)
     if val_photos:
-        vx, vy = _classifier_data(replace(cfg, synth_crops_max=0), val_photos, [], rng)
+        vx, vy = _classifier_data(
+            replace(cfg, synth_crops_max=0, real_flower_repeat=1), val_photos, [], rng
+        )
         vx = _centre_crops(vx)
     else:
         vx, vy = np.zeros((0, CROP_SIZE, CROP_SIZE, 3), np.uint8), np.zeros(0, np.int64)
