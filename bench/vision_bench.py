@@ -150,16 +150,22 @@ def table_frames(n: int, seed: int = 0) -> list[tuple[np.ndarray, int]]:
     return out
 
 
+# VmHWM (the peak resident set of this process's memory) starts afresh at exec, unlike
+# ru_maxrss, which a child inherits from the process that forked it
 MEMORY_PROBE = """
-import resource, sys
+import sys
 sys.path.insert(0, {repo!r})
+def peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
 from vision.recognizer import TileRecognizer, read_image
 frame = read_image({frame!r})
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak()
 rec = TileRecognizer({model!r})
 for _ in range(3):
     rec.detect(frame)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, before / 1024)
+print(peak(), before)
 """
 
 
