@@ -63,6 +63,11 @@ def test_every_tile_flagged_at_full_confidence(photo, capsys):
     assert tiles and all(t["needs_confirmation"] for t in tiles)
 
 
+def test_confidence_out_of_range(photo, capsys):
+    assert main(["detect", str(photo), "--min-confidence", "1.5"]) == 2
+    assert "0 to 1" in capsys.readouterr().err
+
+
 def test_train_without_data(tmp_path, capsys):
     assert main(["train", "--data", str(tmp_path), "--out", str(tmp_path / "m")]) == 2
     assert "no training data" in capsys.readouterr().err

@@ -85,6 +85,9 @@ def detect_command(args: argparse.Namespace) -> int:
     from controller.errors import CameraError
     from vision.recognizer import TileRecognizer, read_image
 
+    if args.min_confidence is not None and not 0.0 <= args.min_confidence <= 1.0:
+        print("mahjong-table detect: --min-confidence is a probability, 0 to 1", file=sys.stderr)
+        return EXIT_INPUT
     rec = TileRecognizer(args.model, min_confidence=args.min_confidence)
     records = []
     failed = 0

@@ -416,7 +416,9 @@ class TileRecognizer:
                     finder_score=score,
                 )
             )
-        out.sort(key=lambda d: (round(d.centre[1] / max(8.0, d.box[3] * 0.6)), d.centre[0]))
+        if out:
+            band = max(8.0, 0.6 * float(np.median([d.box[3] for d in out])))
+            out.sort(key=lambda d: (round(d.centre[1] / band), d.centre[0]))
         return out
 
 
