@@ -647,24 +647,25 @@ def _depth_class(ratio: float, tolerance: float = 0.12) -> str | None:
 
 def _upright_depth(depths: Sequence[float]) -> float | None:
     """The depth an upright tile shows, from a seat's measured depths: the value that explains
-    most of them as upright, sideways or stacked tiles (upright ones counting most, as most
-    tiles lie upright), the closer the better."""
-    if not depths:
-        return None
+    most of them as upright, sideways or stacked tiles, the closer the better, with at least
+    as many upright tiles as the others (all but one tile of every meld, and every flower and
+    open tile, lie upright). ``None`` when no value does."""
     best: tuple[float, float] | None = None
     for d in depths:
         for c in _DEPTHS.values():
             up = d / c
-            score = 0.0
+            score, upright, other = 0.0, 0, 0
             for x in depths:
                 shape = _depth_class(x / up, 0.1)
-                if shape is not None:
-                    weight = 1.0 if shape == "upright" else 0.6
-                    score += weight - abs(x / up - _DEPTHS[shape])
-            if best is None or score > best[0]:
+                if shape == "upright":
+                    upright += 1
+                    score += 1.0 - abs(x / up - 1.0)
+                elif shape is not None:
+                    other += 1
+                    score += 0.6 - abs(x / up - _DEPTHS[shape])
+            if upright >= max(1, other) and (best is None or score > best[0]):
                 best = (score, up)
-    assert best is not None
-    return best[1]
+    return best[1] if best else None
 
 
 def _split_stack(t: _Tile, span: tuple[float, float], to_plane: np.ndarray) -> list[TileRead]:

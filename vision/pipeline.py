@@ -46,8 +46,8 @@ BARE_PX_PER_MM = 0.5
 """Resolution of the picture used to tell bare table from a hand over it."""
 ORIENT_PX_PER_MM = 1.0
 """Resolution of the picture in which tiles' depth across the seat's edge is measured."""
-CHROMA_TOLERANCE = 10
-"""How far (Cr, Cb units) a pixel's colour may be from the felt's and still be felt."""
+HUE_TOLERANCE = 8
+"""How far (OpenCV hue units, 2 degrees each) a pixel's hue may be from the felt's."""
 
 
 class Recognizer(Protocol):
@@ -233,18 +233,15 @@ class TablePipeline:
             if not rs:
                 continue
             strip = cal.seat_image(image, seat, ppm, margin_mm=STRIP_MARGIN_MM)
-            ycc = cv2.cvtColor(strip, cv2.COLOR_BGR2YCrCb)
-            felt = np.median(ycc[::4, ::4].reshape(-1, 3), axis=0)  # most of a strip is table
-            solid = ~_table_showing(ycc, felt)
-            # close the face's strokes (ink may be the felt's colour) into solid tiles
-            k = max(3, round(6 * ppm))
-            solid = cv2.morphologyEx(solid.astype(np.uint8), cv2.MORPH_CLOSE, np.ones((k, k)))
+            hsv = cv2.cvtColor(strip, cv2.COLOR_BGR2HSV)
+            solid = ~_table_showing(hsv, _felt_colour(hsv[::4, ::4]))  # mostly table
+            solid = _filled(solid)
             to_strip = np.linalg.inv(cal.seat_strip_to_plane(seat, ppm, margin_mm=STRIP_MARGIN_MM))
             centres = apply(to_strip, [r.centre for r in rs])
             far_edge = solid.shape[0] / ppm  # the strip's top row, as distance from the edge
             spans = []
             for x, y in centres:
-                rows = _solid_rows(solid.astype(bool), x, y, ppm)
+                rows = _solid_rows(solid, x, y, ppm)
                 spans.append(
                     None if rows is None else (far_edge - rows[1] / ppm, far_edge - rows[0] / ppm)
                 )
@@ -266,8 +263,8 @@ class TablePipeline:
         zones show), so a hand, a sleeve or a tile there is not bare."""
         ppm = BARE_PX_PER_MM
         plane = self.calibration.plane_image(image, ppm)
-        ycc = cv2.cvtColor(plane, cv2.COLOR_BGR2YCrCb)
-        feltish = _table_showing(ycc, np.median(ycc[self._zone_mask], axis=0))
+        hsv = cv2.cvtColor(plane, cv2.COLOR_BGR2HSV)
+        feltish = _table_showing(hsv, _felt_colour(hsv[self._zone_mask]))
 
         def is_bare(quad: np.ndarray) -> bool:
             pts = np.asarray(quad, np.float64) * ppm
@@ -285,12 +282,34 @@ class TablePipeline:
         return is_bare
 
 
-def _table_showing(ycc: np.ndarray, felt: np.ndarray) -> np.ndarray:
-    """Where a YCrCb picture (``uint8``) shows the table top of colour ``felt``. Chroma tells
-    felt more reliably than brightness, which falls off across the table."""
-    y, cr, cb = cv2.split(ycc)
-    chroma = cv2.max(cv2.absdiff(cr, float(felt[1])), cv2.absdiff(cb, float(felt[2])))
-    return (chroma <= CHROMA_TOLERANCE) & (cv2.absdiff(y, float(felt[0])) <= 70)
+def _felt_colour(hsv: np.ndarray) -> np.ndarray:
+    """The table top's HSV colour: the median of a picture mostly showing it."""
+    return np.median(hsv.reshape(-1, 3), axis=0)
+
+
+def _table_showing(hsv: np.ndarray, felt: np.ndarray) -> np.ndarray:
+    """Where an HSV picture (``uint8``) shows the table top of colour ``felt``.
+
+    Hue and saturation say felt whatever the light: a shadow darkens felt without changing
+    its hue, so only what is brighter than the felt's light (tiles, glare) or of another hue
+    (skin, sleeves, tile backs of another colour) is not felt. A grey top has no hue: there
+    only low saturation and no more than its own brightness count."""
+    h, s, v = cv2.split(hsv)
+    not_brighter = v <= 1.35 * float(felt[2])
+    if felt[1] < 50:
+        return (s <= float(felt[1]) + 35) & not_brighter
+    dh = cv2.absdiff(h, float(felt[0]))
+    dh = np.minimum(dh, 180 - dh)  # hue goes round (0-179 in OpenCV)
+    return (dh <= HUE_TOLERANCE) & (s >= 0.5 * float(felt[1])) & not_brighter
+
+
+def _filled(mask: np.ndarray) -> np.ndarray:
+    """The mask with every hole inside a solid shape filled: a face's ink may have the felt's
+    colour (red dots on red felt), but it lies inside the tile's light border."""
+    solid = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    contours, _ = cv2.findContours(solid, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    cv2.drawContours(solid, contours, -1, 1, thickness=cv2.FILLED)
+    return solid.astype(bool)
 
 
 def _solid_rows(solid: np.ndarray, x: float, y: float, ppm: float) -> tuple[int, int] | None:
