@@ -18,6 +18,7 @@ from vision.calibration import CalibrationError, apply, calibrate_from_markers
 from vision.camera import CameraLost, ImageFolderCamera
 from vision.detection import TileDetection, box_of_quad
 from vision.pipeline import STRIP_MARGIN_MM, TablePipeline
+from vision.recognizer import TileRecognizer
 from vision.table_scene import ArmOver, SeatLayout, TableLayout
 from vision.tracker import ChangeKind, TableTracker
 
@@ -287,7 +288,48 @@ def test_bad_frames_and_settings_are_clear_errors(
 
 
 def test_a_missing_model_is_a_clear_error(tmp_path: Path, sim_camera: SimCamera) -> None:
-    from vision.recognizer import TileRecognizer
-
     with pytest.raises(ModelError, match="no model folder"):
         TablePipeline(sim_camera.true_calibration(), TileRecognizer(tmp_path / "nothing"))
+
+
+# -- with the committed model ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def recognizer() -> TileRecognizer:
+    return TileRecognizer()
+
+
+def test_the_committed_model_reads_the_simulated_table(recognizer: TileRecognizer) -> None:
+    """The real path end to end: rendered frames, markers, the ONNX recogniser, the depth
+    check, grouping, the tracker; every seat settles exactly as laid out, and stays so."""
+    camera = SimCamera(seed=1)
+    calibration = calibrate_from_markers(camera.read().image)
+    tracker = TableTracker(calibration.geometry, stable_frames=STABLE)
+    pipeline = TablePipeline(calibration, recognizer, tracker=tracker)
+    camera.set_layout(LAYOUT)
+    changes = [c for _ in range(STABLE + 2) for c in pipeline.process(camera.read()).changes]
+    assert sorted(c.kind.value for c in changes) == ["flower"] * 3 + ["meld"] * 6 + ["open_tiles"]
+    for seat, view in zip(LAYOUT.seats, pipeline.views, strict=True):
+        assert _melds(view) == list(seat.melds)
+        assert view.flowers == seat.flowers
+        assert view.open_tiles == seat.open_tiles
+    # an arm resting over seat 0's melds and flowers changes nothing settled
+    camera.set_layout(LAYOUT.with_arms(ArmOver(0, (230.0, 110.0), width_mm=120)))
+    later = [c for _ in range(2 * STABLE) for c in pipeline.process(camera.read()).changes]
+    assert later == []
+    assert _melds(pipeline.views[0]) == list(LAYOUT.seats[0].melds)
+
+
+def test_the_committed_model_sees_a_pung_become_a_kong(recognizer: TileRecognizer) -> None:
+    camera = SimCamera(seed=1)
+    calibration = calibrate_from_markers(camera.read().image)
+    tracker = TableTracker(calibration.geometry, stable_frames=STABLE)
+    pipeline = TablePipeline(calibration, recognizer, tracker=tracker)
+    camera.change_seat(3, melds=(Meld.of("pung", "7p7p7p", 2),), flowers=(Tile.PLUM,))
+    first = [c for _ in range(STABLE) for c in pipeline.process(camera.read()).changes]
+    assert sorted(c.kind.value for c in first) == ["flower", "meld"]
+    camera.change_seat(3, melds=(Meld.of("added_kong", "7777p", 2),))
+    second = [c for _ in range(STABLE + 1) for c in pipeline.process(camera.read()).changes]
+    assert [c.kind for c in second] == [ChangeKind.MELD_CHANGED]
+    assert second[0].meld is not None and second[0].meld.meld == Meld.of("added_kong", "7777p", 2)

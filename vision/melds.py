@@ -614,7 +614,7 @@ def settle_orientation(
             sideways = False
         elif shape == "stack":  # two tiles deep: a claimed tile and an added one beyond it
             if any(
-                j != i and abs(o.u - t.u) < 0.5 * unit and 0.8 * unit < abs(o.v - t.v) < 1.3 * unit
+                j != i and abs(o.u - t.u) < 0.5 * unit and 0.5 * unit < abs(o.v - t.v) < 1.5 * unit
                 for j, o in enumerate(tiles)
             ):
                 sideways = True
