@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
@@ -70,7 +71,7 @@ class TileRead:
             tuple((int(a), float(p)) for a, p in det.alternatives),
         )
 
-    @property
+    @cached_property
     def centre(self) -> tuple[float, float]:
         c = self.quad.mean(axis=0)
         return float(c[0]), float(c[1])
@@ -693,12 +694,13 @@ def merge_duplicates(reads: Sequence[TileRead], tile_mm: float | None = None) ->
     if not reads:
         return []
     unit = tile_mm or float(np.median([_in_seat(r, np.eye(3)).short for r in reads]))
-    kept: list[TileRead] = []
-    for r in sorted(reads, key=lambda r: -r.confidence):
-        c = np.array(r.centre)
-        if all(np.hypot(*(c - k.centre)) >= 0.5 * unit for k in kept):
-            kept.append(r)
-    return kept
+    order = sorted(reads, key=lambda r: -r.confidence)
+    centres = np.array([r.centre for r in order])
+    kept = np.zeros(len(order), bool)
+    for i in range(len(order)):
+        near = np.hypot(*(centres[kept] - centres[i]).T) < 0.5 * unit
+        kept[i] = not near.any()
+    return [r for r, k in zip(order, kept, strict=True) if k]
 
 
 def group_table(
