@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from firmware_bridge.framing import Frame, FrameDecoder, FrameKind, encode_frame
-from hardware_sim.mcu_line import LineFaults
+from hardware_sim.mcu_line import MAX_OVERTAKEN, LineFaults
 
 FRAMES = [encode_frame(FrameKind.DATA, 1, i % 256, 0, bytes([i % 256]) * 8) for i in range(2000)]
 
@@ -46,15 +46,41 @@ def test_duplicates_follow_their_original() -> None:
 
 def test_delayed_frames_come_later_and_out_of_order() -> None:
     line = LineFaults(delay=0.2, delay_ms=50, seed=5)
-    now_bytes = line.outgoing(FRAMES[:100], 0.0)
+    now_bytes = line.outgoing(FRAMES[:60], 0.0)  # fewer than MAX_OVERTAKEN: all held to time
     held = line.stats.frames_delayed
     assert held > 5
-    assert len(FrameDecoder().feed(now_bytes)) == 100 - held
+    assert len(FrameDecoder().feed(now_bytes)) == 60 - held
     due = line.next_due()
     assert due is not None and 0.02 <= due <= 0.08
     later = line.outgoing([], 1.0)
     assert len(FrameDecoder().feed(later)) == held
     assert line.next_due() is None
+
+
+@pytest.mark.parametrize("direction", ["outgoing", "incoming"])
+def test_a_delayed_frame_is_never_overtaken_by_more_than_max_overtaken(direction) -> None:
+    # the 8-bit sequence numbers must still tell a late frame from a new one
+    line = LineFaults(delay=0.3, delay_ms=10_000, seed=8)
+    sent = [Frame(FrameKind.DATA, 1, i % 256, 0, i.to_bytes(2, "little")) for i in range(3000)]
+    got: list[Frame] = []
+    for i in range(0, len(sent), 7):  # in batches, as a busy line delivers them
+        batch = sent[i : i + 7]
+        if direction == "outgoing":
+            got += FrameDecoder().feed(line.outgoing([f.encode() for f in batch], 0.0))
+        else:
+            got += line.incoming(batch, 0.0)
+    if direction == "outgoing":  # the last ones, held to their time
+        got += FrameDecoder().feed(line.outgoing([], 20.0))
+    else:
+        got += line.incoming([], 20.0)
+    assert line.stats.frames_delayed > 500
+    order = [int.from_bytes(f.payload, "little") for f in got]
+    assert sorted(order) == list(range(3000))  # nothing lost, nothing twice
+    position = {n: i for i, n in enumerate(order)}
+    overtaken_by = [
+        sum(1 for later in order[: position[n]] if later > n) for n in range(0, 2900, 10)
+    ]
+    assert max(overtaken_by) == MAX_OVERTAKEN  # reordered, but only so far
 
 
 def test_incoming_frames_get_the_same_treatment() -> None:
