@@ -89,3 +89,25 @@ def test_every_small_suit_hand():
         if max(counts) > 4:
             continue
         assert is_standard(counts) == brute_complete(counts)
+
+
+@given(st.integers(0, 2**32))
+@settings(max_examples=300)
+def test_reading_text_is_one_of_the_readings(seed):
+    from controller.rules.analysis import reading_text
+    from controller.rules.generate import random_win
+
+    counts = random_win(random.Random(seed)).hand.concealed_counts()
+    every = {tuple(sorted(r.describe())) for r in readings(counts)}
+    shown = reading_text(counts)
+    if not every:
+        assert shown is None
+        return
+    assert tuple(sorted(shown)) in every
+    pungs = reading_text(counts, all_pungs=True)
+    if is_all_pungs(counts):
+        assert pungs is not None and all(
+            len(set(s)) == 1 or s.endswith(("m", "p", "s")) for s in pungs
+        )
+    else:
+        assert pungs is None

@@ -212,8 +212,9 @@ def readings(counts: Sequence[int]) -> list[Reading]:
 
 
 def reading_text(counts: Sequence[int], *, all_pungs: bool = False) -> tuple[str, ...] | None:
-    """The sets and pair of :func:`first_reading` written in the notation, or None. Built
-    from per-suit texts that are memoised, as scoring shows a reading for every win."""
+    """One division of concealed tiles into sets and a pair (all pungs if asked), written in
+    the notation, or None if there is none. Built from memoised per-suit texts, as scoring
+    shows the reading of every win."""
     c = counts if type(counts) is tuple else tuple(counts)
     sets: list[str] = []
     pair: str | None = None
@@ -271,16 +272,6 @@ def _suit_text(
     sets, pair = found
     texts = tuple(str(s) for s in _sets(start, tuple(sets)))
     return texts, None if pair is None else format_tiles((start + pair,) * 2)
-
-
-def first_reading(counts: Sequence[int], *, all_pungs: bool = False) -> Reading | None:
-    """One division of concealed tiles into sets and a pair (all pungs if asked), or None."""
-    if all_pungs:
-        if not is_all_pungs(counts):
-            return None
-        sets = tuple(ConcealedSet(SetKind.PUNG, TILES[t]) for t, c in enumerate(counts) if c == 3)
-        return Reading(next(TILES[t] for t, c in enumerate(counts) if c == 2), sets)
-    return next(iter_readings(counts), None)
 
 
 def iter_readings(counts: Sequence[int]) -> Iterator[Reading]:
