@@ -149,7 +149,7 @@ def test_real_held_out_photos(rec, shared_data):
     precision, recall = hits / max(1, found_n), hits / max(1, truths)
     # the benchmark measures the real figure on every held-out photo; this guards against a
     # model or pipeline that has broken
-    assert precision > 0.7 and recall > 0.7
+    assert precision > 0.6 and recall > 0.6  # measured 0.75 and 0.82 on these 18 photos
 
 
 # -- bad models -------------------------------------------------------------------------------

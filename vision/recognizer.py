@@ -164,7 +164,7 @@ def quad_of(box: Box, angle: float) -> tuple[np.ndarray, bool]:
         long_ = (w + h) / 2 / (c + 0.75 * s)
         short = 0.75 * long_
     long_ = max(long_, 1.0)
-    short = float(np.clip(short, 0.55 * long_, 0.95 * long_))
+    short = min(max(short, 0.55 * long_), 0.95 * long_)
     # a clearly oblong box says which way the tile lies better than the angle head does
     aspect = w / max(h, 1e-6)
     if aspect > 1.15:
@@ -177,17 +177,22 @@ def quad_of(box: Box, angle: float) -> tuple[np.ndarray, bool]:
         angle = 0.0 if sideways else math.pi / 2
         long_, short = (w, h) if sideways else (h, w)
     # the outline never pokes out of its box
-    c, s = abs(math.cos(angle)), abs(math.sin(angle))
+    ca, sa = math.cos(angle), math.sin(angle)
+    c, s = abs(ca), abs(sa)
     fit = min(1.0, w / max(long_ * c + short * s, 1e-6), h / max(long_ * s + short * c, 1e-6))
-    long_, short = long_ * fit, short * fit
-    u = np.array([math.cos(angle), math.sin(angle)]) * long_ / 2  # along the long axis
-    v = np.array([-math.sin(angle), math.cos(angle)]) * short / 2
-    centre = np.array([x + w / 2, y + h / 2])
-    quad = np.array([centre - u - v, centre - u + v, centre + u + v, centre + u - v])
-    # corners clockwise starting top-left in the picture
-    quad = quad[np.argsort(np.arctan2(quad[:, 1] - centre[1], quad[:, 0] - centre[0]))]
-    start = int(np.argmin(quad.sum(axis=1)))
-    return np.roll(quad, -start, axis=0).astype(np.float32), sideways
+    ux, uy = ca * long_ * fit / 2, sa * long_ * fit / 2  # half the long axis
+    vx, vy = -sa * short * fit / 2, ca * short * fit / 2  # half the short axis
+    cx, cy = x + w / 2, y + h / 2
+    corners = [
+        (cx - ux - vx, cy - uy - vy),
+        (cx - ux + vx, cy - uy + vy),
+        (cx + ux + vx, cy + uy + vy),
+        (cx + ux - vx, cy + uy - vy),
+    ]
+    # clockwise in the picture (y down), starting from the top-left corner
+    corners.sort(key=lambda p: math.atan2(p[1] - cy, p[0] - cx))
+    start = min(range(4), key=lambda i: corners[i][0] + corners[i][1])
+    return np.array(corners[start:] + corners[:start], np.float32), sideways
 
 
 class TileRecognizer:
