@@ -23,6 +23,7 @@ import math
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -786,7 +787,10 @@ def export_onnx(finder, classifier, out_dir: Path) -> None:
             return torch.sigmoid(hm), torch.cat([reg[:, :4], torch.tanh(reg[:, 4:])], 1)
 
     classifier.eval()
-    with torch.no_grad():
+    # the TorchScript exporter is chosen on purpose: the dynamo one needs onnxscript, and these
+    # plain convolutional networks export the same either way
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
         if finder is not None:
             finder.eval()
             torch.onnx.export(
