@@ -104,3 +104,16 @@ def test_reusing_a_finder_trains_only_the_classifier(tmp_path):
     assert (second / "finder.onnx").read_bytes() == (first / "finder.onnx").read_bytes()
     assert not any("finder epoch" in line for line in logs)
     TileRecognizer(second)
+
+
+def test_reusing_a_classifier_trains_only_the_finder(tmp_path):
+    first = tmp_path / "first"
+    train(TrainConfig.preset("tiny", None, first, log=lambda _: None))
+    second = tmp_path / "second"
+    logs: list[str] = []
+    train(TrainConfig.preset("tiny", None, second, reuse_classifier=first, log=logs.append))
+    for name in ("classifier.onnx", "base_head.npz"):
+        assert (second / name).read_bytes() == (first / name).read_bytes()
+    assert any("finder epoch" in line for line in logs)
+    assert not any("classifier epoch" in line for line in logs)
+    TileRecognizer(second)

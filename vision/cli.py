@@ -48,10 +48,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--out", type=Path, default=None, help="where to write the model "
                    "(default: vision/models, the committed model)")  # fmt: skip
     t.add_argument("--preset", choices=("full", "tiny"), default="full")
+    t.add_argument("--finder-epochs", type=int, help="override the preset's finder epochs")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=None, help="CPU threads (default 2)")
     t.add_argument("--reuse-finder", type=Path, metavar="MODEL_DIR", help="keep this model's "
                    "finder and train only the classifier")  # fmt: skip
+    t.add_argument("--reuse-classifier", type=Path, metavar="MODEL_DIR", help="keep this "
+                   "model's classifier and train only the finder")  # fmt: skip
     t.set_defaults(func=train_command)
 
     e = subparsers.add_parser(
@@ -168,6 +171,8 @@ def train_command(args: argparse.Namespace) -> int:
         seed=args.seed,
         threads=args.threads or default_threads(),
         reuse_finder=args.reuse_finder,
+        reuse_classifier=args.reuse_classifier,
+        **({"finder_epochs": args.finder_epochs} if args.finder_epochs else {}),
         log=lambda msg: print(msg, flush=True),
     )
     manifest = train(cfg)

@@ -70,6 +70,8 @@ class TrainConfig:
     """How many times each real flower crop is shown per epoch (flowers are rare there)."""
     reuse_finder: Path | None = None
     """A model folder whose finder to keep (only the classifier is trained)."""
+    reuse_classifier: Path | None = None
+    """A model folder whose classifier to keep (only the finder is trained)."""
     log: Callable[[str], None] = field(default=print, repr=False)
 
     @classmethod
@@ -554,9 +556,19 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
     if cfg.reuse_finder is None:
         finder = _train_finder(cfg, train_photos, val_photos, pool + table_samples, rng)
-    classifier, cls_metrics = _train_classifier(
-        cfg, train_photos, val_photos, pool, rng, (table_crops, table_labels)
-    )
+    if cfg.reuse_classifier is None:
+        classifier, cls_metrics = _train_classifier(
+            cfg, train_photos, val_photos, pool, rng, (table_crops, table_labels)
+        )
+    else:
+        classifier = None
+        old = json.loads((cfg.reuse_classifier / MANIFEST_FILE).read_text())
+        cls_metrics = {
+            k: v for k, v in old["training"]["validation"].items() if k.startswith("classifier")
+        }
+        if cfg.reuse_classifier.resolve() != cfg.out_dir.resolve():
+            for name in (CLASSIFIER_FILE, "base_head.npz"):
+                shutil.copy2(cfg.reuse_classifier / name, cfg.out_dir / name)
     if cfg.reuse_finder is None:
         finder_metrics = _validate_finder(finder, val_photos, cfg)
     else:
@@ -585,7 +597,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
             "config": {
                 k: (str(v) if isinstance(v, Path) else v)
                 for k, v in asdict(cfg).items()
-                if k not in ("log", "shared_data", "out_dir", "reuse_finder")
+                if k not in ("log", "shared_data", "out_dir", "reuse_finder", "reuse_classifier")
             },
             "real_train_photos": len(train_photos),
             "real_validation_photos": len(val_photos),
@@ -786,7 +798,6 @@ def export_onnx(finder, classifier, out_dir: Path) -> None:
             hm, reg = self.m(x)
             return torch.sigmoid(hm), torch.cat([reg[:, :4], torch.tanh(reg[:, 4:])], 1)
 
-    classifier.eval()
     # the TorchScript exporter is chosen on purpose: the dynamo one needs onnxscript, and these
     # plain convolutional networks export the same either way
     with torch.no_grad(), warnings.catch_warnings():
@@ -803,22 +814,25 @@ def export_onnx(finder, classifier, out_dir: Path) -> None:
                 opset_version=17,
                 dynamo=False,
             )
-        torch.onnx.export(
-            classifier,
-            (torch.zeros(2, 3, CROP_SIZE, CROP_SIZE),),
-            str(out_dir / CLASSIFIER_FILE),
-            input_names=["crops"],
-            output_names=["logits", "embedding"],
-            dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}, "embedding": {0: "n"}},
-            opset_version=17,
-            dynamo=False,
+        if classifier is not None:
+            classifier.eval()
+            torch.onnx.export(
+                classifier,
+                (torch.zeros(2, 3, CROP_SIZE, CROP_SIZE),),
+                str(out_dir / CLASSIFIER_FILE),
+                input_names=["crops"],
+                output_names=["logits", "embedding"],
+                dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}, "embedding": {0: "n"}},
+                opset_version=17,
+                dynamo=False,
+            )
+    if classifier is not None:
+        # the trained last layer, which enrolment refits without PyTorch
+        np.savez(
+            out_dir / "base_head.npz",
+            weight=classifier.head.weight.detach().numpy().T.astype(np.float32),
+            bias=classifier.head.bias.detach().numpy().astype(np.float32),
         )
-    # the trained last layer, which enrolment refits without PyTorch
-    np.savez(
-        out_dir / "base_head.npz",
-        weight=classifier.head.weight.detach().numpy().T.astype(np.float32),
-        bias=classifier.head.bias.detach().numpy().astype(np.float32),
-    )
 
 
 def default_threads() -> int:
