@@ -10,7 +10,9 @@ the host side and the simulated MCU both use this module, so they cannot drift a
 from __future__ import annotations
 
 import enum
+import operator
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -149,46 +151,70 @@ class Message:
             cls._struct = struct.Struct("<" + cls.FORMAT)
 
     def encode(self) -> bytes:
-        names = _field_names(type(self))
-        values = [getattr(self, n) for n in names if n != self.TAIL]
+        cls = type(self)
+        layout = _layout(cls)
         try:
-            body = self._struct.pack(*values)
+            raw = layout.packer.pack(cls.TYPE, *layout.values(self))
         except struct.error as exc:
-            raise MessageError(f"cannot encode {type(self).__name__}: {exc}") from None
-        if self.TAIL:
-            text = getattr(self, self.TAIL).encode("utf-8")[:64]
-            body += bytes((len(text),)) + text
-        return bytes((self.TYPE,)) + body
+            raise MessageError(f"cannot encode {cls.__name__}: {exc}") from None
+        if cls.TAIL:
+            text = getattr(self, cls.TAIL).encode("utf-8")[:64]
+            raw += bytes((len(text),)) + text
+        return raw
 
     @classmethod
-    def _decode_body(cls, body: bytes) -> Message:
+    def _decode(cls, payload: bytes) -> Message:
+        """The message in ``payload`` (its type byte included), known to be of this class."""
         size = cls._struct.size
-        if cls.TAIL is None and len(body) != size:
-            raise MessageError(
-                f"{cls.__name__} should be {size} bytes after its type, got {len(body)}"
-            )
-        if cls.TAIL is not None and (len(body) < size + 1 or len(body) != size + 1 + body[size]):
-            raise MessageError(f"{cls.__name__} has a malformed trailing string")
-        values = list(cls._struct.unpack_from(body))
-        kwargs = dict(zip([n for n in _field_names(cls) if n != cls.TAIL], values, strict=True))
-        if cls.TAIL is not None:
-            raw = body[size + 1 :]
-            kwargs[cls.TAIL] = raw.decode("utf-8", errors="replace")
+        if cls.TAIL is None:
+            if len(payload) != size + 1:
+                raise MessageError(
+                    f"{cls.__name__} should be {size} bytes after its type, got {len(payload) - 1}"
+                )
+            values = cls._struct.unpack_from(payload, 1)
+            kwargs = None
+        else:
+            if len(payload) < size + 2 or len(payload) != size + 2 + payload[size + 1]:
+                raise MessageError(f"{cls.__name__} has a malformed trailing string")
+            values = ()
+            kwargs = dict(zip(_layout(cls).names, cls._struct.unpack_from(payload, 1), strict=True))
+            kwargs[cls.TAIL] = payload[size + 2 :].decode("utf-8", errors="replace")
         try:
-            return cls(**kwargs)
+            # without a trailing string the fields in declaration order are the layout's
+            # order, so positional is exact
+            return cls(*values) if kwargs is None else cls(**kwargs)
         except ValueError as exc:
             raise MessageError(f"{cls.__name__}: {exc}") from None
 
 
-_NAMES_CACHE: dict[type, tuple[str, ...]] = {}
+class _Layout:
+    """How a message class packs: its fixed fields' names (in ``FORMAT`` order: declaration
+    order, less the trailing string), a getter of their values, and a packer that writes the
+    type byte too. Built on first use (a dataclass's fields exist only after decoration)."""
+
+    __slots__ = ("names", "packer", "values")
+
+    def __init__(self, cls: type[Message]) -> None:
+        self.names = tuple(f.name for f in fields(cls) if f.name != cls.TAIL)
+        self.packer = struct.Struct("<B" + cls.FORMAT)
+        get = operator.attrgetter(*self.names) if self.names else None
+        self.values: Callable[[Message], tuple[Any, ...]]
+        if get is None:
+            self.values = lambda m: ()
+        elif len(self.names) == 1:
+            self.values = lambda m: (get(m),)  # attrgetter of one name returns the value
+        else:
+            self.values = get
 
 
-def _field_names(cls: type) -> tuple[str, ...]:
-    names = _NAMES_CACHE.get(cls)
-    if names is None:
-        names = tuple(f.name for f in fields(cls))
-        _NAMES_CACHE[cls] = names
-    return names
+_LAYOUTS: dict[type, _Layout] = {}
+
+
+def _layout(cls: type[Message]) -> _Layout:
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        layout = _LAYOUTS[cls] = _Layout(cls)
+    return layout
 
 
 def decode_message(payload: bytes) -> Message:
@@ -198,7 +224,7 @@ def decode_message(payload: bytes) -> Message:
     cls = _REGISTRY.get(payload[0])
     if cls is None:
         raise MessageError(f"unknown message type 0x{payload[0]:02x}")
-    return cls._decode_body(payload[1:])
+    return cls._decode(payload)
 
 
 # --- host -> MCU: commands (reliable) -------------------------------------------------------
