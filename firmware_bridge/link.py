@@ -9,7 +9,9 @@ The rules (``docs/protocol.md`` has the full story):
 
 * DATA frames are numbered 0-255 per link epoch; at most ``window`` are unacknowledged.
 * Every DATA frame carries a cumulative ``ack`` (the next number its sender expects); a
-  receiver with nothing to send answers with a bare ACK.
+  receiver with nothing to send answers with a bare ACK, at once or, with ``ack_delay``, once
+  that time has passed without a DATA frame of its own to carry it (or a second frame is
+  owed an acknowledgement).
 * A gap, or a frame that arrives corrupt, is answered with a NAK: the sender resends from the
   NAK's number at once instead of waiting for its timer.
 * Unacknowledged frames are resent when the retransmission timer fires. The timeout starts at
@@ -31,6 +33,14 @@ from typing import NamedTuple
 from firmware_bridge.framing import Frame, FrameKind, encode_frame
 
 __all__ = ["Delivery", "LinkEndpoint", "LinkStats"]
+
+# the kinds as plain names: an enum class attribute costs several times a global on every frame
+_DATA = FrameKind.DATA
+_DATAGRAM = FrameKind.DATAGRAM
+_ACK = FrameKind.ACK
+_NAK = FrameKind.NAK
+_RESET = FrameKind.RESET
+_RESET_ACK = FrameKind.RESET_ACK
 
 
 class Delivery(NamedTuple):
@@ -82,6 +92,10 @@ class LinkEndpoint:
     :param window: most DATA frames in flight unacknowledged (1-16)
     :param min_rto: the retransmission timeout never goes below this (seconds)
     :param max_rto: the cap on the doubling retransmission timeout (seconds)
+    :param ack_delay: how long a bare ACK may wait for a DATA frame to ride on (seconds; keep
+        it well below the peer's ``min_rto``). The host uses it: its next command usually
+        follows an answer within microseconds, and a bare ACK in between costs the MCU a
+        wake-up just when that command is on its way.
     """
 
     def __init__(
@@ -91,9 +105,13 @@ class LinkEndpoint:
         window: int = 4,
         min_rto: float = 0.025,
         max_rto: float = 0.4,
+        ack_delay: float = 0.0,
     ) -> None:
         if not 1 <= window <= 16:
             raise ValueError("window must be 1-16")
+        if not 0 <= ack_delay < min_rto:
+            raise ValueError("ack_delay must be at least 0 and below min_rto")
+        self.ack_delay = ack_delay
         self.initiator = initiator
         self.window = window
         self.min_rto = min_rto
@@ -106,6 +124,7 @@ class LinkEndpoint:
         self._tx_next = 0
         self._rx_expected = 0
         self._ack_owed = False
+        self._ack_due = 0.0
         self._nak_owed = False
         self._nak_gap = -1
         self._go_back = False
@@ -179,7 +198,7 @@ class LinkEndpoint:
 
     def datagram(self, payload: bytes) -> bytes:
         """The bytes of an unreliable, unnumbered frame carrying *payload*."""
-        return encode_frame(FrameKind.DATAGRAM, self.epoch, 0, 0, payload)
+        return encode_frame(_DATAGRAM, self.epoch, 0, 0, payload)
 
     def start_reset(self, payload: bytes, now: float) -> None:
         """(Initiator) start a new epoch; ``payload`` is echoed by the peer's RESET_ACK."""
@@ -201,27 +220,31 @@ class LinkEndpoint:
     def on_frame(self, frame: Frame, now: float) -> list[Delivery]:
         """Process one received frame; returns what it delivers to the application."""
         kind = frame.kind
-        if kind == FrameKind.DATAGRAM:
+        if kind == _DATAGRAM:
             return [Delivery("datagram", frame.payload)]
-        if kind == FrameKind.RESET:
+        if kind == _RESET:
             return self._on_reset(frame)
-        if kind == FrameKind.RESET_ACK:
+        if kind == _RESET_ACK:
             return self._on_reset_ack(frame, now)
-        if not self.established or frame.epoch != self.epoch:
+        if frame.epoch != self.epoch or not self.established:
             self.stats.stale += 1
             return []
         self._on_ack(frame.ack, now)
-        if kind == FrameKind.NAK:
+        if kind == _NAK:
             self.stats.naks_received += 1
             self._maybe_go_back(frame.ack, now)
             return []
-        if kind != FrameKind.DATA:
+        if kind != _DATA:
             return []
         self.stats.data_received += 1
         gap = (frame.seq - self._rx_expected) & 0xFF
         if gap == 0:
             self._rx_expected = (self._rx_expected + 1) & 0xFF
-            self._ack_owed = True
+            if self._ack_owed:
+                self._ack_due = now  # two frames unacknowledged: no more waiting
+            else:
+                self._ack_owed = True
+                self._ack_due = now + self.ack_delay
             return [Delivery("data", frame.payload)]
         if gap < 128:
             # one NAK per gap: the rest of the peer's window arriving behind the missing frame
@@ -235,6 +258,7 @@ class LinkEndpoint:
             # it (its ack says what); resend that now rather than wait for our own timer
             self.stats.duplicates += 1
             self._ack_owed = True
+            self._ack_due = now  # the peer is waiting for it
             self._maybe_go_back(frame.ack, now)
         return []
 
@@ -244,16 +268,17 @@ class LinkEndpoint:
             self._go_back = True
 
     def _on_ack(self, ack: int, now: float) -> None:
-        span = (self._tx_next - (self._unacked[0].seq if self._unacked else self._tx_next)) & 0xFF
-        done = (ack - (self._unacked[0].seq if self._unacked else self._tx_next)) & 0xFF
-        if done > span:
-            self.stats.bad_acks += 1
-            return
+        unacked = self._unacked
+        oldest = unacked[0].seq if unacked else self._tx_next
+        done = (ack - oldest) & 0xFF
         if done == 0:
+            return
+        if done > (self._tx_next - oldest) & 0xFF:
+            self.stats.bad_acks += 1
             return
         sample: float | None = None
         for _ in range(done):
-            tx = self._unacked.popleft()
+            tx = unacked.popleft()
             if not tx.retransmitted:
                 sample = now - tx.sent_at
         if sample is not None:
@@ -321,6 +346,8 @@ class LinkEndpoint:
         """When :meth:`poll` must next be called even if nothing arrives (None: no timer)."""
         if self._resetting:
             return self._reset_deadline
+        if self._ack_owed and (self._rtx_deadline is None or self._ack_due < self._rtx_deadline):
+            return self._ack_due
         return self._rtx_deadline
 
     def poll(self, now: float) -> list[bytes]:
@@ -328,13 +355,11 @@ class LinkEndpoint:
         out: list[bytes] = []
         if self._reset_ack_owed:
             epoch, payload = self._reset_ack_frame
-            out.append(encode_frame(FrameKind.RESET_ACK, epoch, 0, 0, payload))
+            out.append(encode_frame(_RESET_ACK, epoch, 0, 0, payload))
             self._reset_ack_owed = False
         if self._resetting:
             if now >= self._reset_deadline:
-                out.append(
-                    encode_frame(FrameKind.RESET, self._pending_epoch, 0, 0, self._reset_payload)
-                )
+                out.append(encode_frame(_RESET, self._pending_epoch, 0, 0, self._reset_payload))
                 self._reset_deadline = now + self._reset_rto
                 self._reset_rto = min(self._reset_rto * 2, self.max_rto)
             return out
@@ -368,12 +393,12 @@ class LinkEndpoint:
             if self._rtx_deadline is None:
                 self._rtx_deadline = now + self._rto
         if self._nak_owed:
-            out.append(encode_frame(FrameKind.NAK, self.epoch, 0, self._rx_expected))
+            out.append(encode_frame(_NAK, self.epoch, 0, self._rx_expected))
             self.stats.naks_sent += 1
             self._nak_owed = False
             self._ack_owed = False
-        elif self._ack_owed:
-            out.append(encode_frame(FrameKind.ACK, self.epoch, 0, self._rx_expected))
+        elif self._ack_owed and now >= self._ack_due:
+            out.append(encode_frame(_ACK, self.epoch, 0, self._rx_expected))
             self._ack_owed = False
         return out
 
@@ -381,4 +406,4 @@ class LinkEndpoint:
         tx.sent_at = now
         tx.ever_sent = True
         self._ack_owed = False
-        return encode_frame(FrameKind.DATA, self.epoch, tx.seq, self._rx_expected, tx.payload)
+        return encode_frame(_DATA, self.epoch, tx.seq, self._rx_expected, tx.payload)

@@ -26,11 +26,12 @@ class Channel:
         dup: float = 0.0,
         delay: float = 0.0,
         window: int = 4,
+        ack_delay: float = 0.0,
     ) -> None:
         self.rng = rng
         self.drop, self.corrupt, self.dup, self.delay = drop, corrupt, dup, delay
         self.now = 0.0
-        self.host = LinkEndpoint(initiator=True, window=window)
+        self.host = LinkEndpoint(initiator=True, window=window, ack_delay=ack_delay)
         self.mcu = LinkEndpoint(initiator=False, window=window)
         self.decoders = {id(self.host): FrameDecoder(), id(self.mcu): FrameDecoder()}
         self.wire: list[tuple[float, int, int, bytes]] = []  # (time, order, to, bytes)
@@ -133,12 +134,13 @@ def test_nothing_flows_before_an_epoch() -> None:
     dup=st.sampled_from([0.0, 0.05]),
     delay=st.sampled_from([0.0, 0.05]),
     window=st.integers(1, 8),
+    ack_delay=st.sampled_from([0.0, 0.005]),
 )
 @settings(max_examples=60, deadline=None)
 def test_exactly_once_in_order_under_faults(
-    seed: int, drop: float, corrupt: float, dup: float, delay: float, window: int
+    seed: int, drop: float, corrupt: float, dup: float, delay: float, window: int, ack_delay: float
 ) -> None:
-    ch = Channel(random.Random(seed), window=window)
+    ch = Channel(random.Random(seed), window=window, ack_delay=ack_delay)
     ch.connect()
     ch.drop, ch.corrupt, ch.dup, ch.delay = drop, corrupt, dup, delay
     sent_h = [b"cmd-%d" % i for i in range(60)]
@@ -265,3 +267,57 @@ def test_urgent_goes_first() -> None:
 def test_window_bounds() -> None:
     with pytest.raises(ValueError):
         LinkEndpoint(initiator=True, window=0)
+
+
+def _established(ack_delay: float) -> tuple[LinkEndpoint, LinkEndpoint]:
+    host = LinkEndpoint(initiator=True, ack_delay=ack_delay)
+    mcu = LinkEndpoint(initiator=False)
+    host.start_reset(b"x", 0.0)
+    (reset,) = host.poll(0.0)
+    mcu.on_frame(FrameDecoder().feed(reset)[0], 0.0)
+    (reset_ack,) = mcu.poll(0.0)
+    host.on_frame(FrameDecoder().feed(reset_ack)[0], 0.0)
+    return host, mcu
+
+
+def _kinds(frames: list[bytes]) -> list[FrameKind]:
+    return [f.kind for f in FrameDecoder().feed(b"".join(frames))]
+
+
+def test_a_delayed_ack_waits_for_a_frame_to_ride_on() -> None:
+    host, mcu = _established(ack_delay=0.005)
+    mcu.send(b"answer")
+    (answer,) = mcu.poll(0.0)
+    host.on_frame(FrameDecoder().feed(answer)[0], 0.001)
+    assert host.poll(0.001) == []  # no bare ACK yet
+    assert host.next_deadline() == pytest.approx(0.006)
+    # the next command carries it
+    host.send(b"next")
+    (frame,) = FrameDecoder().feed(b"".join(host.poll(0.002)))
+    assert (frame.kind, frame.ack) == (FrameKind.DATA, 1)
+    assert host.poll(0.01) == []  # nothing owed any more
+    # with nothing to carry it, a bare ACK goes when the delay is up
+    mcu.on_frame(frame, 0.003)
+    mcu.send(b"answer 2")
+    host.on_frame(FrameDecoder().feed(b"".join(mcu.poll(0.003)))[0], 0.004)
+    assert host.poll(0.0089) == []
+    assert _kinds(host.poll(0.0091)) == [FrameKind.ACK]
+
+
+def test_a_delayed_ack_goes_at_once_for_a_second_frame_or_a_repeat() -> None:
+    host, mcu = _established(ack_delay=0.005)
+    mcu.send(b"one")
+    mcu.send(b"two")
+    one, two = (FrameDecoder().feed(raw)[0] for raw in mcu.poll(0.0))
+    host.on_frame(one, 0.001)
+    assert host.poll(0.001) == []
+    host.on_frame(two, 0.001)
+    assert _kinds(host.poll(0.001)) == [FrameKind.ACK]
+    # the MCU's timer fired: it resent "two", which the host already has
+    host.on_frame(two, 0.03)
+    assert _kinds(host.poll(0.03)) == [FrameKind.ACK]
+
+
+def test_ack_delay_must_stay_below_the_minimum_timeout() -> None:
+    with pytest.raises(ValueError):
+        LinkEndpoint(initiator=True, ack_delay=0.025)
