@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
 import tty
 
 import pytest
@@ -39,6 +40,39 @@ def test_read_and_write_over_a_pty(pty) -> None:
     port.close()
     assert not port.is_open
     port.close()  # twice is fine
+
+
+def test_read_takes_its_own_timeout(pty) -> None:
+    master, path, _ = pty
+    port = SerialPort(path, read_timeout=30.0)
+    port.open()
+    assert port.read(0) == b""  # nothing there: does not wait the port's 30 s
+    os.write(master, b"abc")
+    got = b""
+    while len(got) < 3:
+        got += port.read(5.0)
+    assert got == b"abc"
+    port.close()
+
+
+def test_a_write_larger_than_the_line_buffer_goes_out_whole(pty) -> None:
+    # the pty takes only a few kB at a time: the rest waits for room (pyserial's write)
+    master, path, _ = pty
+    port = SerialPort(path, write_timeout=30.0)
+    port.open()
+    data = bytes(range(256)) * 1024
+    got = bytearray()
+
+    def drain() -> None:
+        while len(got) < len(data):
+            got.extend(os.read(master, 65536))
+
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    port.write(data)
+    t.join(timeout=30)
+    assert bytes(got) == data
+    port.close()
 
 
 def test_exclusive(pty) -> None:
