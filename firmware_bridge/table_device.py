@@ -64,6 +64,14 @@ log = logging.getLogger(__name__)
 # promised more than was sent); generous for USB adapters that batch bytes for up to 16 ms
 _STALE_PARTIAL = 0.02
 
+# a bare ACK waits this long for the next command to carry it (far below the MCU's 25 ms
+# retransmission timeout); see LinkEndpoint's ack_delay
+_ACK_DELAY = 0.005
+
+# how long the I/O thread leaves the port to callers after the last one stopped waiting, so
+# that back-to-back calls each read their own answer (see TableDevice._wait)
+_LINGER = 0.005
+
 _OP_WORDS = {
     "shuffle": "shuffle",
     "lift": "raising of the walls",
@@ -227,30 +235,34 @@ class PendingCommand:
         self.ever_sent = False
         self.abandoned = False
         self.on_done: Callable[[PendingCommand], None] | None = None
-        self._event = threading.Event()
+        # set once, under the device's lock; waiters are woken through the device
+        self._done = False
         self._value: Any = None
         self._error: BaseException | None = None
 
     def done(self) -> bool:
-        return self._event.is_set()
+        return self._done
 
     def _finish(self, value: Any = None, error: BaseException | None = None) -> None:
-        if self._event.is_set():
+        if self._done:
             return
         self._value, self._error = value, error
         if not self.abandoned:
             # an abandoned command keeps its progress, so a late answer is still recognised
             self.state = "failed" if error else "done"
-        self._event.set()
+        self._done = True
+        self._device._wake_waiters()
         if self.on_done is not None:
             self.on_done(self)
 
     def result(self, timeout: float | None = None) -> Any:
         """The outcome; raises the command's error, or :class:`CommandTimeout` when it has none
         by the deadline (``timeout`` seconds from now, else the command's own timeout)."""
-        wait = self.deadline - time.monotonic() if timeout is None else timeout
-        if not self._event.wait(max(0.0, wait)):
-            self._device._abandon(self)
+        if not self._done:
+            deadline = self.deadline if timeout is None else time.monotonic() + timeout
+            self._device._wait(self, deadline)
+            if not self._done:
+                self._device._abandon(self)
         if self._error is not None:
             raise self._error
         return self._value
@@ -276,6 +288,10 @@ class TableDevice:
     :class:`~firmware_bridge.errors.InterlockError` or :class:`~firmware_bridge.errors.LinkDown`.
     Listeners added with :meth:`add_listener` receive :class:`McuEvent` objects on a separate
     thread, in order; a listener may call the device.
+
+    One thread at a time reads the port: the I/O thread, or, while the link is up, a caller
+    waiting for an answer (see :meth:`_wait`). Everything else is guarded by one lock, taken
+    to process what was read and to send.
     """
 
     def __init__(
@@ -326,13 +342,24 @@ class TableDevice:
         self._events: queue.Queue[McuEvent | None] = queue.Queue()
         self._io_thread: threading.Thread | None = None
         self._dispatch_thread: threading.Thread | None = None
+        # who reads the port now (guarded by _role_lock, taken after _lock, never before it;
+        # `with` on the bare lock: a Condition's __enter__ is a Python call)
+        self._role_lock = threading.Lock()
+        self._role = threading.Condition(self._role_lock)
+        self._reader: threading.Thread | None = None
+        self._role_waiters = 0  # threads in _role.wait()
+        self._callers = 0  # callers in _wait()
+        self._callers_left = 0.0  # when the last of them returned
         self.counters = collections.Counter[str]()
         if start:
             self.start()
 
     def _new_link(self) -> LinkEndpoint:
         return LinkEndpoint(
-            initiator=True, window=self.config.window, max_rto=self.config.retransmit_cap
+            initiator=True,
+            window=self.config.window,
+            max_rto=self.config.retransmit_cap,
+            ack_delay=_ACK_DELAY,
         )
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -354,6 +381,18 @@ class TableDevice:
         self._closed.set()
         if self._io_thread is not None:
             self._io_thread.join(timeout=5)
+        # a caller reading the port stops within one read timeout (it sees _closed): the port
+        # must not be closed under its select
+        with self._role_lock:
+            give_up = time.monotonic() + 5
+            while self._reader not in (None, threading.current_thread()):
+                if time.monotonic() > give_up:
+                    break
+                self._role_waiters += 1
+                try:
+                    self._role.wait(0.05)
+                finally:
+                    self._role_waiters -= 1
         with self._lock:
             self._port.close()
             err = LinkDown(f"the connection to {self.port_url} was closed")
@@ -490,7 +529,7 @@ class TableDevice:
             )
 
     def _call(self, cls: type[p.Command], timeout: float, **fields: Any) -> Any:
-        return self.submit(cls, timeout, **fields).result()
+        return self._submit(cls, timeout, **fields).result()
 
     def submit(
         self, cls: type[p.Command], timeout: float, *, urgent: bool = False, **fields: Any
@@ -588,34 +627,122 @@ class TableDevice:
                 )
             pc._finish(error=err)
 
-    # --- the I/O thread ----------------------------------------------------------------------
+    # --- reading the port: the I/O thread, or a waiting caller --------------------------------
+
+    def _wait(self, pc: PendingCommand, deadline: float) -> None:
+        """Wait until ``pc`` is done or ``deadline`` passes.
+
+        While the link is up, the waiting thread reads and processes the port itself, as the
+        I/O thread would (one thread at a time holds that role): its answer then needs no
+        hand-over from another thread, which costs a wake-up and a switch of the interpreter
+        lock per command. Anyone else waits until its command is done or the role is free.
+        """
+        role, lock = self._role, self._role_lock
+        me = threading.current_thread()
+        lock.acquire()  # held here except while this thread reads or waits
+        try:
+            self._callers += 1
+            while not pc._done:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                if self._reader is None and self._callers_may_read():
+                    self._reader = me
+                    self.counters["caller_reads"] += 1
+                    lock.release()
+                    try:
+                        while not pc._done and self._callers_may_read():
+                            left = deadline - time.monotonic()
+                            if left <= 0:
+                                break
+                            self._pump(min(left, self._port.read_timeout))
+                    finally:
+                        lock.acquire()
+                        self._reader = None
+                        if self._role_waiters:
+                            role.notify_all()
+                else:
+                    self._role_waiters += 1
+                    try:
+                        role.wait(left)
+                    finally:
+                        self._role_waiters -= 1
+        finally:
+            self._callers -= 1
+            self._callers_left = time.monotonic()
+            lock.release()
+
+    def _callers_may_read(self) -> bool:
+        # only on an established link: opening, reconnecting and the handshake are the I/O
+        # thread's, and nobody reads once the device is closing
+        return (
+            self._phase == "ready"
+            and not self._port_broken
+            and self._port.is_open
+            and not self._closed.is_set()
+        )
+
+    def _release_role(self) -> None:
+        with self._role_lock:
+            self._reader = None
+            if self._role_waiters:
+                self._role.notify_all()
+
+    def _wake_waiters(self) -> None:
+        """A command finished: wake the callers waiting without the role (one may be its)."""
+        if self._role_waiters:
+            with self._role_lock:
+                self._role.notify_all()
 
     def _io_loop(self) -> None:
+        me = threading.current_thread()
         while not self._closed.is_set():
+            with self._role_lock:
+                quiet = time.monotonic() - self._callers_left
+                mine = self._reader is None and (
+                    not self._callers_may_read() or (self._callers == 0 and quiet >= _LINGER)
+                )
+                if mine:
+                    self._reader = me
+            if not mine:
+                # callers are reading for themselves; look again shortly (not woken by every
+                # answer: that would be the hand-over this avoids)
+                self._closed.wait(_LINGER if self._callers else max(0.0005, _LINGER - quiet))
+                continue
             try:
                 if not self._port.is_open or self._port_broken:
                     self._reopen()
-                    continue
-                data = self._port.read()
-            except LinkDown as exc:
-                with self._lock:
-                    self._port_lost(str(exc))
-                continue
+                else:
+                    self._pump(self._port.read_timeout)
             except Exception:  # the link must survive anything; log and carry on
                 log.exception("unexpected error in the table link thread")
                 time.sleep(0.05)
-                continue
-            try:
-                with self._lock:
-                    now = time.monotonic()
-                    if data:
-                        self._last_byte = now
-                        self._receive(data, now)
-                    elif self._decoder.partial and now - self._last_byte > _STALE_PARTIAL:
-                        self._receive(None, now)
-                    self._service(now)
-            except Exception:
-                log.exception("unexpected error handling data from the table")
+            finally:
+                self._release_role()
+
+    def _pump(self, timeout: float) -> None:
+        """Read once (waiting up to ``timeout``), process what came, run the timers. Only the
+        thread holding the reader role calls this."""
+        due = self._link.next_deadline()  # a link timer may fall due sooner
+        if due is not None:
+            timeout = max(0.0, min(timeout, due - time.monotonic()))
+        try:
+            data = self._port.read(timeout)
+        except LinkDown as exc:
+            with self._lock:
+                self._port_lost(str(exc))
+            return
+        try:
+            with self._lock:
+                now = time.monotonic()
+                if data:
+                    self._last_byte = now
+                    self._receive(data, now)
+                elif self._decoder.partial and now - self._last_byte > _STALE_PARTIAL:
+                    self._receive(None, now)
+                self._service(now)
+        except Exception:
+            log.exception("unexpected error handling data from the table")
 
     def _reopen(self) -> None:
         with self._lock:
@@ -852,6 +979,9 @@ class TableDevice:
     # --- messages from the MCU ---------------------------------------------------------------
 
     def _on_message(self, msg: p.Message, now: float) -> None:
+        if isinstance(msg, p.Reply):  # the usual answer first
+            self._on_reply(msg)
+            return
         if isinstance(msg, p.StatusReport):
             self._on_status(msg)
             if msg.cmd_id:
@@ -867,9 +997,6 @@ class TableDevice:
                 tiles_per_set=msg.tiles_per_set,
             )
             self._answer(msg.cmd_id, ident)
-            return
-        if isinstance(msg, p.Reply):
-            self._on_reply(msg)
             return
         if isinstance(msg, p.Event):
             self._on_event(msg)

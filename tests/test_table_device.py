@@ -268,6 +268,63 @@ def test_ten_thousand_commands_under_corruption_and_loss_each_run_once(sim_mcu) 
     assert stats.retransmits > 0
 
 
+def test_a_waiting_caller_reads_its_own_answer(table) -> None:
+    _sim, dev, _rec = table
+    before = dev.counters["caller_reads"]
+    for i in range(50):
+        dev.lights(i % 32, 9)
+    # back to back, the calls read the port themselves instead of being handed the answer
+    assert dev.counters["caller_reads"] > before
+    assert dev.status().lights_level == 9
+
+
+def test_callers_on_several_threads_at_once(table) -> None:
+    sim, dev, _rec = table
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(100):
+                dev.lights(i % 32, k)
+                if i % 25 == 0:
+                    dev.status()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    mcu = sim.stats()["mcu"]
+    assert mcu["per_command"]["lights"] == 400
+    assert mcu["max_runs_per_id"] == 1
+
+
+def test_close_while_a_caller_waits_on_a_long_operation(sim_mcu) -> None:
+    sim = sim_mcu(speed=1)  # a 24 s shuffle
+    dev = TableDevice(sim.port, config=CFG)
+    dev.wait_ready(20)
+    outcome: list[BaseException | None] = []
+
+    def shuffle() -> None:
+        try:
+            dev.shuffle()
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=shuffle)
+    t.start()
+    wait_until(lambda: dev.last_status is not None and dev.last_status.state == "shuffling")
+    dev.close()
+    t.join(timeout=20)  # it must not wait for the shuffle's 24 s
+    assert not t.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], LinkDown)
+
+
 def test_duplicated_and_delayed_frames(sim_mcu) -> None:
     sim = sim_mcu(duplicate=0.05, delay=0.05, delay_ms=40, speed=1000)
     with TableDevice(sim.port, config=CFG) as dev:
