@@ -300,7 +300,9 @@ class McuServer:
 
     def _read(self, source: str, data: bytes | None, now: float) -> None:
         """Bytes from a transport (``None``: give up on its stalled partial frame)."""
-        dec = self.decoders.setdefault(source, FrameDecoder())
+        dec = self.decoders.get(source)
+        if dec is None:
+            dec = self.decoders[source] = FrameDecoder()
         if data is None:
             frames = dec.flush_stale()
         else:
@@ -312,17 +314,18 @@ class McuServer:
 
     def step(self, max_wait: float = 0.05) -> None:
         now = self.clock()
-        deadlines = [self.mcu.next_deadline(), now + max_wait]
-        if any(d.partial for d in self.decoders.values()):
-            deadlines.append(now + _STALE_PARTIAL)
+        until = min(self.mcu.next_deadline(), now + max_wait)
+        for dec in self.decoders.values():
+            if dec.partial:
+                until = min(until, now + _STALE_PARTIAL)
         due = self.line.next_due()
         if due is not None:
-            deadlines.append(due)
+            until = min(until, due)
         if self.replug_at is not None:
-            deadlines.append(self.replug_at)
+            until = min(until, self.replug_at)
         if self.schedule:
-            deadlines.append(self.started + self.schedule[0][0])
-        timeout = max(0.0, min(deadlines) - now)
+            until = min(until, self.started + self.schedule[0][0])
+        timeout = max(0.0, until - now)
         for key, _ in self.sel.select(timeout):
             tag = key.data
             now = self.clock()
