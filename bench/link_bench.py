@@ -1,7 +1,7 @@
 """Serial link benchmark: command round trips over a pty, clean and under line faults, beside
 a raw pyserial echo over the same kind of pty (the floor any protocol on this path stands on).
 
-    python bench/link_bench.py [--rounds 10] [--per-round 300]
+    python bench/link_bench.py [--rounds 10] [--per-round 300] [--pin same|split]
 
 What is measured, each in the same process run:
 
@@ -14,8 +14,13 @@ What is measured, each in the same process run:
 * the same under 1% byte corruption and 5% frame loss applied by the simulator to both
   directions ("faults").
 
-The echo and the two device runs take turns in rounds, so all three see the same load on a
-shared machine; p50/p99 are over all rounds.
+The echo and the device runs take turns in rounds, so all see the same load on a shared
+machine; p50/p99 are over all rounds. The pty's own latency moves with the machine (from about
+12 us to 85 us a round trip on the 2-core development VM, depending on where the kernel runs
+the two ends and the pty's work), so the clean/echo ratio is also given per round, from that
+round's p50s, with the median over the rounds. ``--pin same`` runs this process and every
+peer (echo, simulators) on CPU 0, ``--pin split`` this process on CPU 0 and the peers on CPU
+1, so that the echo and the device run with their ends placed alike.
 
 Targets (issue 3): clean p50 within 2x the raw echo's; under faults p99 under 100 ms.
 """
@@ -37,6 +42,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 MESSAGE = bytes(range(0xA0, 0xA0 + 15))
+
+#: CPUs for the peer processes (--pin split); None: they inherit this process's
+PEER_CPUS: set[int] | None = None
+
+
+def place_peer(pid: int) -> None:
+    if PEER_CPUS is not None:
+        os.sched_setaffinity(pid, PEER_CPUS)
 
 
 def echo_server() -> None:
@@ -89,6 +102,7 @@ class Echo:
         )
         assert self.proc.stdout is not None
         path = self.proc.stdout.readline().strip()
+        place_peer(self.proc.pid)
         self.port = serial.serial_for_url(path, timeout=1.0, exclusive=True)
 
     def round_trips(self, n: int) -> list[float]:
@@ -117,6 +131,7 @@ class Device:
         from hardware_sim.mcu_process import SimMcuProcess
 
         self.sim = SimMcuProcess(speed=1000, seed=11, **faults)
+        place_peer(self.sim.proc.pid)
         self.dev = TableDevice(self.sim.port, config=SerialConfig(command_timeout=30.0))
         self.dev.wait_ready(30)
 
@@ -171,6 +186,7 @@ class BareLink:
         from hardware_sim.mcu_process import SimMcuProcess
 
         self.sim = SimMcuProcess(speed=1000, seed=11)
+        place_peer(self.sim.proc.pid)
         self.port = serial.serial_for_url(self.sim.port, timeout=0.005, exclusive=True)
         self.link = LinkEndpoint(initiator=True)
         self.dec = FrameDecoder()
@@ -212,8 +228,9 @@ class BareLink:
         self.sim.close()
 
 
-def measure(rounds: int, per_round: int) -> tuple[list[dict], dict, dict]:
-    """Echo and device runs interleaved in rounds, so all see the same machine load."""
+def measure(rounds: int, per_round: int) -> tuple[list[dict], list[dict], dict, dict]:
+    """Echo and device runs interleaved in rounds, so all see the same machine load; returns
+    the summary rows, the per-round p50s, and the checks of the clean and faulty runs."""
     echo = Echo()
     bare = BareLink()
     clean = Device({})
@@ -224,11 +241,17 @@ def measure(rounds: int, per_round: int) -> tuple[list[dict], dict, dict]:
             warm.round_trips(100)
         lat: dict[str, list[float]] = {name: [] for name, _ in runners}
         spent = dict.fromkeys(lat, 0.0)
+        by_round: list[dict] = []
         for _ in range(rounds):
+            p50s = {}
             for name, runner in runners:
                 t0 = time.perf_counter()
-                lat[name] += runner.round_trips(per_round)
+                got = runner.round_trips(per_round)
                 spent[name] += time.perf_counter() - t0
+                lat[name] += got
+                p50s[name] = pct(got, 0.5) * 1000
+            by_round.append({f"{k}_p50_ms": v for k, v in p50s.items()})
+            by_round[-1]["clean_over_echo"] = p50s["clean"] / p50s["echo"]
         n = rounds * per_round
         rows = [
             summarise("raw pyserial echo (floor)", lat["echo"], spent["echo"], n),
@@ -238,7 +261,7 @@ def measure(rounds: int, per_round: int) -> tuple[list[dict], dict, dict]:
             summarise("TableDevice faults, one at a time", lat["faulty"], spent["faulty"], n),
             summarise("TableDevice faults, pipelined", [], 1.0, 0) | {"per_s": faulty.pipelined(n)},
         ]
-        return rows, clean.checks(), faulty.checks()
+        return rows, by_round, clean.checks(), faulty.checks()
     finally:
         for _, x in runners:
             x.close()
@@ -253,18 +276,27 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=10, help="interleaved rounds (10)")
     ap.add_argument("--per-round", type=int, default=300, help="round trips per round (300)")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument(
+        "--pin",
+        choices=("same", "split"),
+        help="both ends on CPU 0 (same), or this process on CPU 0 and the peers on CPU 1",
+    )
     ap.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.echo_server:
         echo_server()
         return 0
+    if args.pin:
+        global PEER_CPUS
+        os.sched_setaffinity(0, {0})  # before any thread or peer starts: they inherit it
+        PEER_CPUS = {1} if args.pin == "split" else None
 
-    rows, clean_checks, fault_checks = measure(args.rounds, args.per_round)
+    rows, by_round, clean_checks, fault_checks = measure(args.rounds, args.per_round)
     echo, _, clean_seq, _, fault_seq, _ = rows
     print(
         f"link_bench: {platform.python_implementation()} {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, {platform.machine()}; faults = 1% byte corruption + 5% frame "
-        "loss, both directions"
+        f"loss, both directions; placement: {args.pin or 'left to the kernel'}"
     )
     print(f"{'':36} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'cmds/s':>9} {'p50/echo':>9}")
     for r in rows:
@@ -273,8 +305,19 @@ def main() -> int:
             f"{r['name']:36} {fmt(r['p50_ms']):>8} {fmt(r['p99_ms']):>8} "
             f"{fmt(r['max_ms'], 1):>8} {r['per_s']:>9.0f} {fmt(ratio, 2):>9}"
         )
+    print(f"\n{'round':>5} {'echo p50':>9} {'link p50':>9} {'clean p50':>10} {'clean/echo':>11}")
+    for i, r in enumerate(by_round, 1):
+        print(
+            f"{i:>5} {r['echo_p50_ms']:>9.3f} {r['bare_p50_ms']:>9.3f} "
+            f"{r['clean_p50_ms']:>10.3f} {r['clean_over_echo']:>11.2f}"
+        )
+    ratios = [r["clean_over_echo"] for r in by_round]
     ratio = clean_seq["p50_ms"] / echo["p50_ms"]
-    print(f"clean p50 / raw echo p50 = {ratio:.2f} (target <= 2)")
+    print(
+        f"clean p50 / raw echo p50 = {ratio:.2f} over all rounds; per round median "
+        f"{statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}); "
+        "target <= 2"
+    )
     print(f"under faults p99 = {fault_seq['p99_ms']:.1f} ms (target < 100)")
     print(f"clean:  {json.dumps(clean_checks)}")
     print(f"faults: {json.dumps(fault_checks)}")
@@ -285,7 +328,10 @@ def main() -> int:
     print("every command ran exactly once: " + ("yes" if ok else "NO"))
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"rows": rows, "clean": clean_checks, "faults": fault_checks}, indent=2)
+            json.dumps(
+                {"rows": rows, "rounds": by_round, "clean": clean_checks, "faults": fault_checks},
+                indent=2,
+            )
         )
     return 0 if ok else 1
 
