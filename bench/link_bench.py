@@ -19,8 +19,8 @@ machine; p50/p99 are over all rounds. The pty's own latency moves with the machi
 12 us to 85 us a round trip on the 2-core development VM, depending on where the kernel runs
 the two ends and the pty's work), so the clean/echo ratio is also given per round, from that
 round's p50s, with the median over the rounds. ``--pin same`` runs this process and every
-peer (echo, simulators) on CPU 0, ``--pin split`` this process on CPU 0 and the peers on CPU
-1, so that the echo and the device run with their ends placed alike.
+peer (echo, simulators) on one CPU, ``--pin split`` this process on one CPU and the peers on
+another, so that the echo and the device run with their ends placed alike.
 
 Targets (issue 3): clean p50 within 2x the raw echo's; under faults p99 under 100 ms.
 """
@@ -279,7 +279,7 @@ def main() -> int:
     ap.add_argument(
         "--pin",
         choices=("same", "split"),
-        help="both ends on CPU 0 (same), or this process on CPU 0 and the peers on CPU 1",
+        help="both ends on one CPU (same), or this process and the peers on two (split)",
     )
     ap.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -288,8 +288,11 @@ def main() -> int:
         return 0
     if args.pin:
         global PEER_CPUS
-        os.sched_setaffinity(0, {0})  # before any thread or peer starts: they inherit it
-        PEER_CPUS = {1} if args.pin == "split" else None
+        cpus = sorted(os.sched_getaffinity(0))
+        if args.pin == "split" and len(cpus) < 2:
+            ap.error("--pin split needs two CPUs")
+        os.sched_setaffinity(0, {cpus[0]})  # before any thread or peer starts: they inherit it
+        PEER_CPUS = {cpus[1]} if args.pin == "split" else None
 
     rows, by_round, clean_checks, fault_checks = measure(args.rounds, args.per_round)
     echo, _, clean_seq, _, fault_seq, _ = rows

@@ -253,7 +253,7 @@ class SimulatedMcu:
 
     @property
     def duplicates(self) -> int:
-        """Runs of a command id that had already run (since this host's first RESET)."""
+        """Runs of a command id that had already run (since boot or a new host's first RESET)."""
         return self._repeat_runs
 
     def _execute(self, cmd: p.Command, now: float) -> p.Message:
