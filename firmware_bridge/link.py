@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from firmware_bridge.framing import Frame, FrameKind, encode_frame
@@ -71,7 +71,6 @@ class LinkStats:
     stale: int = 0
     bad_acks: int = 0
     resets: int = 0
-    rtt_samples: list[float] = field(default_factory=list, repr=False)
 
 
 class _Tx:
@@ -289,8 +288,6 @@ class LinkEndpoint:
         self._rtx_deadline = now + self._rto if self._unacked else None
 
     def _add_rtt(self, sample: float) -> None:
-        if len(self.stats.rtt_samples) < 100_000:
-            self.stats.rtt_samples.append(sample)
         if self._srtt is None:
             self._srtt = sample
             self._rttvar = sample / 2

@@ -87,6 +87,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run a control command at a time after start (e.g. 5:reset, 8:'unplug 2')",
     )
     parser.add_argument("--json", action="store_true", help="print JSON lines")
+    parser.add_argument(
+        "--quit-on-eof",
+        action="store_true",
+        help="stop when standard input closes (a parent process driving the simulator has gone)",
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -191,6 +196,7 @@ def build_server(args: argparse.Namespace) -> Any:
         schedule=[*spec["schedule"], *args.at],
         json_mode=args.json,
         control_in=_stdin_fd(),
+        quit_on_eof=args.quit_on_eof,
         clock=time.monotonic,
     )
 

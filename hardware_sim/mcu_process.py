@@ -37,7 +37,8 @@ class SimMcuProcess:
     (``speed=50`` -> ``--speed 50``, ``jam=True`` -> ``--jam``)."""
 
     def __init__(self, *, start_timeout: float = 30.0, **options: Any) -> None:
-        argv = [sys.executable, "-m", "hardware_sim.mcu_cli", "--json"]
+        # --quit-on-eof: the simulator's stdin is our pipe, so it stops when this process dies
+        argv = [sys.executable, "-m", "hardware_sim.mcu_cli", "--json", "--quit-on-eof"]
         for key, value in options.items():
             flag = "--" + key.replace("_", "-")
             if value is True:

@@ -72,6 +72,7 @@ class McuServer:
         json_mode: bool = False,
         out: TextIO | None = None,
         control_in: int | None = None,
+        quit_on_eof: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.mcu = mcu
@@ -83,6 +84,7 @@ class McuServer:
         self.json_mode = json_mode
         self.out = out or sys.stdout
         self.control_in = control_in
+        self.quit_on_eof = quit_on_eof
         self.clock = clock
         self.sel = selectors.DefaultSelector()
         self.master: int | None = None
@@ -384,6 +386,9 @@ class McuServer:
         except BlockingIOError:
             return
         if not data:
+            if self.quit_on_eof:  # the process driving us is gone: do not outlive it
+                self.running = False
+                return
             self.sel.unregister(self.control_in)  # stdin closed: keep running without it
             return
         self._control_buf += data

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -89,3 +92,37 @@ def test_bad_options_are_usage_errors(argv: list[str]) -> None:
 def test_missing_faults_file(tmp_path, capsys) -> None:
     assert main(["sim-mcu", "--faults", str(tmp_path / "nope.toml")]) == 2
     assert "cannot read faults file" in capsys.readouterr().err
+
+
+def _start_sim(*flags: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hardware_sim.mcu_cli", "--json", *flags],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert json.loads(proc.stdout.readline())["kind"] == "ready"
+    return proc
+
+
+def test_quit_on_eof_stops_with_its_parent() -> None:
+    """A simulator driven over stdin stops when its driver goes, instead of lingering."""
+    proc = _start_sim("--quit-on-eof")
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=20) == 0
+
+
+def test_without_quit_on_eof_closed_stdin_keeps_it_running() -> None:
+    """Started in the background from a shell (stdin at end), it must keep serving."""
+    proc = _start_sim()
+    try:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.5)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
