@@ -5,24 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
-GOOD = {
-    "profile": "shanghai",
-    "stake": 1,
-    "winner": 0,
-    "concealed": "123m 456m C",
-    "winning_tile": "C",
-    "melds": [
-        {"kind": "pung", "tiles": "EEE", "from": 1},
-        {"kind": "kong", "tiles": "FFFF", "concealed": True},
-    ],
-    "flowers": 2,
-    "win": {"type": "discard", "from": 3},
-    "dice": [4, 4],
-    "huangfan": 0,
-    "bound_pairs": [[0, 2]],
-    "discarder_ready": False,
-}
+# the example the README and docs/scoring.md show
+GOOD = json.loads((Path(__file__).parent.parent / "examples" / "win.json").read_text("utf-8"))
 
 
 def run(*args, stdin=None):

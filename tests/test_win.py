@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -20,24 +22,8 @@ from controller.rules import (
     wins_from_json,
 )
 
-GOOD = {
-    "profile": "shanghai",
-    "stake": 1,
-    "winner": 0,
-    "concealed": "123m 456m C",
-    "winning_tile": "C",
-    "melds": [
-        {"kind": "pung", "tiles": "EEE", "from": 1},
-        {"kind": "kong", "tiles": "FFFF", "concealed": True},
-    ],
-    "flowers": 2,
-    "win": {"type": "discard", "from": 3},
-    "after_kong": False,
-    "dice": [4, 4],
-    "huangfan": 0,
-    "bound_pairs": [[0, 2]],
-    "discarder_ready": False,
-}
+# the example the README and docs/scoring.md show
+GOOD = json.loads((Path(__file__).parent.parent / "examples" / "win.json").read_text("utf-8"))
 
 
 def with_(**changes):

@@ -218,22 +218,11 @@ def reading_text(counts: Sequence[int], *, all_pungs: bool = False) -> tuple[str
     c = counts if type(counts) is tuple else tuple(counts)
     sets: list[str] = []
     pair: str | None = None
-    for start in (0, 9, 18):
-        pattern = c[start : start + 9]
+    for start in (0, 9, 18, 27):
+        pattern = c[start : start + 9] if start < 27 else c[27:34]
         if not any(pattern):
             continue
-        found = _suit_text(pattern, start, all_pungs)
-        if found is None:
-            return None
-        group_sets, group_pair = found
-        sets.extend(group_sets)
-        if group_pair is not None:
-            if pair is not None:
-                return None
-            pair = group_pair
-    honours = c[27:34]
-    if any(honours):
-        found = _honour_text(honours)
+        found = _suit_text(pattern, start, all_pungs) if start < 27 else _honour_text(pattern)
         if found is None:
             return None
         group_sets, group_pair = found

@@ -247,13 +247,7 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
         isinstance(p, list | tuple) and len(p) == 2 for p in pairs
     ):
         raise WinInputError(f"a list of [a, b] seat pairs, not {pairs!r}", field="bound_pairs")
-    missed = data.get("missed_tiles", [])
-    if isinstance(missed, str):
-        missed_tiles = _tiles(missed, "missed_tiles")
-    elif isinstance(missed, list | tuple):
-        missed_tiles = [_one_tile(t, f"missed_tiles[{i}]") for i, t in enumerate(missed)]
-    else:
-        raise WinInputError(f"tiles, not {missed!r}", field="missed_tiles")
+    missed_tiles = _tile_list(data.get("missed_tiles", []), "missed_tiles", _one_tile)
 
     return _field(
         None,
@@ -332,18 +326,22 @@ def _flowers(v: Any) -> tuple[list[Tile], int]:
         if not 0 <= v <= 8:
             raise WinInputError(f"there are eight flowers, not {v}", field="flowers")
         return [], v
-    if isinstance(v, str):
-        tiles = _tiles(v, "flowers")
-    elif isinstance(v, list | tuple):
-        tiles = [_one_tile_any(t, f"flowers[{i}]") for i, t in enumerate(v)]
-    else:
-        raise WinInputError(f"a count or a list of flowers, not {v!r}", field="flowers")
+    tiles = _tile_list(v, "flowers", _one_tile_any)
     for t in tiles:
         if not t.is_flower:
             raise WinInputError(f"{t.code} is not a flower", field="flowers")
     if len(set(tiles)) != len(tiles):
         raise WinInputError("each flower exists once", field="flowers")
     return tiles, len(tiles)
+
+
+def _tile_list(v: Any, name: str, one: Any) -> list[Tile]:
+    """Tiles given as one string (``"春梅"``) or as a list of single tiles (``["春", "5f"]``)."""
+    if isinstance(v, str):
+        return _tiles(v, name)
+    if isinstance(v, list | tuple):
+        return [one(t, f"{name}[{i}]") for i, t in enumerate(v)]
+    raise WinInputError(f"tiles as text or a list, not {v!r}", field=name)
 
 
 def _one_tile_any(v: Any, name: str) -> Tile:
