@@ -36,39 +36,14 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from vision.dataset import load_photos  # noqa: E402
-from vision.detection import box_iou  # noqa: E402
+from vision.dataset import load_photos, match_detections  # noqa: E402
 from vision.labels import BACK, label_name  # noqa: E402
 from vision.recognizer import TileRecognizer  # noqa: E402
 
 PEER_NAMES = {"chun": "C", "haku": "P", "hatsu": "F", "nan": "S", "pe": "N", "sha": "W", "tou": "E"}
 
 
-def match(
-    preds: list[tuple[tuple[float, float, float, float], int, float]],
-    truth_boxes: np.ndarray,
-    truth_labels: np.ndarray,
-) -> list[tuple[int, int | None]]:
-    """Greedy matching, most confident prediction first: each prediction is paired with the
-    unmatched truth of highest IoU (>= 0.5) *with the same label*, else with none.
-
-    Returns ``(prediction index, truth index or None)``."""
-    order = sorted(range(len(preds)), key=lambda i: -preds[i][2])
-    taken: set[int] = set()
-    out = []
-    for i in order:
-        box, label, _ = preds[i]
-        best, bj = 0.5, None
-        for j, (tb, tl) in enumerate(zip(truth_boxes, truth_labels, strict=True)):
-            if j in taken or int(tl) != label:
-                continue
-            iou = box_iou(box, tuple(float(v) for v in tb))
-            if iou >= best:
-                best, bj = iou, j
-        if bj is not None:
-            taken.add(bj)
-        out.append((i, bj))
-    return out
+match = match_detections  # the greedy matching the training's threshold choice uses too
 
 
 class Tally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -13,11 +15,14 @@ from vision.dataset import (
     ROBOFLOW_CODES,
     ROBOFLOW_TO_LABEL,
     SPLITS,
+    LabelledPhoto,
     load_photos,
+    match_detections,
     parse_label_file,
     source_of,
     split_of,
     square_crop,
+    tile_f1,
 )
 
 
@@ -99,3 +104,32 @@ def test_missing_folder(tmp_path):
         load_photos(tmp_path)
     with pytest.raises(ModelError, match="unknown split"):
         load_photos(tmp_path, ["test"])
+
+
+def _photo(boxes, labels) -> LabelledPhoto:
+    return LabelledPhoto(
+        Path("x.jpg"), "x", (100, 100), np.array(boxes, np.float32), np.array(labels)
+    )
+
+
+def test_matching_needs_the_label_and_half_the_box():
+    truth = np.array([[10, 10, 20, 20], [40, 10, 20, 20]], np.float32)
+    preds = [
+        ((41, 11, 20, 20), 3, 0.9),  # on the second tile, right label
+        ((10, 10, 20, 20), 5, 0.8),  # on the first tile, wrong label
+        ((12, 30, 20, 20), 2, 0.7),  # right label, IoU below 0.5
+        ((11, 10, 20, 20), 2, 0.6),  # on the first tile, right label
+        ((10, 10, 20, 20), 2, 0.5),  # the same tile again: already taken
+    ]
+    pairs = dict(match_detections(preds, truth, np.array([2, 3])))
+    assert pairs == {0: 1, 1: None, 2: None, 3: 0, 4: None}
+
+
+def test_tile_f1_counts_false_finds_and_misses_per_label_set():
+    photo = _photo([[10, 10, 20, 20], [40, 10, 20, 20], [70, 10, 20, 20]], [2, 3, 36])
+    preds = [((10, 10, 20, 20), 2, 0.9), ((40, 10, 20, 20), 4, 0.9), ((70, 60, 9, 9), 36, 0.5)]
+    f = tile_f1([(preds, photo)])
+    assert (f["precision"], f["recall"], f["tiles"]) == pytest.approx((1 / 3, 1 / 3, 3))
+    flowers = tile_f1([(preds, photo)], set(range(34, 42)))
+    assert (flowers["precision"], flowers["recall"], flowers["f1"]) == (0.0, 0.0, 0.0)
+    assert tile_f1([([], photo)])["f1"] == 0.0

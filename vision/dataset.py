@@ -204,3 +204,54 @@ def square_crop(img: np.ndarray, box, size: int, margin: float) -> np.ndarray:
     m = np.array([[s, 0, size / 2 - cx * s], [0, s, size / 2 - cy * s]], np.float32)
     interp = cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR
     return cv2.warpAffine(img, m, (size, size), flags=interp, borderMode=cv2.BORDER_REPLICATE)
+
+
+Prediction = tuple[tuple[float, float, float, float], int, float]
+"""A detection as the scoring sees it: ``(box x y w h, label, confidence)``."""
+
+
+def match_detections(
+    preds: list[Prediction], truth_boxes: np.ndarray, truth_labels: np.ndarray
+) -> list[tuple[int, int | None]]:
+    """Greedy matching, most confident prediction first: each prediction is paired with the
+    unmatched labelled tile of highest IoU (at least 0.5) *with the same label*, else with
+    none. Returns ``(prediction index, labelled tile index or None)`` per prediction."""
+    from vision.detection import box_iou
+
+    order = sorted(range(len(preds)), key=lambda i: -preds[i][2])
+    taken: set[int] = set()
+    out = []
+    for i in order:
+        box, label, _ = preds[i]
+        best, bj = 0.5, None
+        for j, (tb, tl) in enumerate(zip(truth_boxes, truth_labels, strict=True)):
+            if j in taken or int(tl) != label:
+                continue
+            iou = box_iou(box, tuple(float(v) for v in tb))
+            if iou >= best:
+                best, bj = iou, j
+        if bj is not None:
+            taken.add(bj)
+        out.append((i, bj))
+    return out
+
+
+def tile_f1(
+    per_photo: Iterable[tuple[list[Prediction], LabelledPhoto]], labels: set[int] | None = None
+) -> dict[str, float]:
+    """Tile-level precision, recall and F1 over photos (a labelled tile counts when a
+    detection of its label has IoU >= 0.5 with it), restricted to ``labels`` if given."""
+    tp = fp = fn = 0
+    for preds, photo in per_photo:
+        pairs = match_detections(preds, photo.boxes, photo.labels)
+        hit = {j for _, j in pairs if j is not None}
+        for i, j in pairs:
+            if labels is None or preds[i][1] in labels:
+                tp += j is not None
+                fp += j is None
+        for j, tl in enumerate(photo.labels):
+            if (labels is None or int(tl) in labels) and j not in hit:
+                fn += 1
+    p = tp / max(1, tp + fp)
+    r = tp / max(1, tp + fn)
+    return {"precision": p, "recall": r, "f1": 2 * p * r / max(1e-9, p + r), "tiles": tp + fn}
