@@ -8,6 +8,8 @@ import shutil
 import cv2
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.errors import CameraError, ModelError
 from vision.dataset import load_photos
@@ -17,6 +19,7 @@ from vision.labels import BACK
 from vision.recognizer import (
     DEFAULT_MODEL_DIR,
     TileRecognizer,
+    _nms,
     as_bgr,
     decode_finder,
     quad_of,
@@ -302,3 +305,36 @@ def test_overlapping_peaks_are_suppressed():
     reg[2:4] = np.log(8.0)  # 32 px boxes 8 px apart: the first two overlap (IoU 0.6)
     found = decode_finder(hm, reg, 0.3)
     assert [round(f[1], 2) for f in found] == [0.9, 0.7]
+
+
+def _nms_reference(boxes, iou, inside=0.7):
+    keep = []
+    for i, b in enumerate(boxes):
+        bx = tuple(float(v) for v in b)
+        if all(
+            box_iou(tuple(float(v) for v in boxes[k]), bx) <= iou
+            and _covered(boxes[k], b) <= inside
+            for k in keep
+        ):
+            keep.append(i)
+    return keep
+
+
+def _covered(better, box) -> float:
+    """The share of ``box`` inside ``better``."""
+    iw = max(0.0, min(better[0] + better[2], box[0] + box[2]) - max(better[0], box[0]))
+    ih = max(0.0, min(better[1] + better[3], box[1] + box[3]) - max(better[1], box[1]))
+    return iw * ih / max(box[2] * box[3], 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 60), st.integers(2, 30), st.integers(2, 30)),
+        max_size=25,
+    ),
+    st.sampled_from([0.3, 0.55, 0.8]),
+)
+def test_suppression_is_the_plain_greedy_one(boxes, iou):
+    arr = np.array(boxes, np.float32).reshape(-1, 4)
+    assert _nms(arr, iou) == _nms_reference(arr, iou)

@@ -134,20 +134,22 @@ def _nms(boxes: np.ndarray, iou: float, inside: float = 0.7) -> list[int]:
     x0, y0 = boxes[:, 0], boxes[:, 1]
     x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
     area = boxes[:, 2] * boxes[:, 3]
+    # all pairs at once (a frame has about a hundred peaks): row i says which boxes box i
+    # suppresses; the greedy pass below then only walks the rows
+    iw = np.clip(np.minimum(x1[:, None], x1) - np.maximum(x0[:, None], x0), 0, None)
+    ih = np.clip(np.minimum(y1[:, None], y1) - np.maximum(y0[:, None], y0), 0, None)
+    inter = iw * ih
+    over = (inter / np.maximum(area[:, None] + area - inter, 1e-9) > iou) | (
+        inter / np.maximum(area, 1e-9) > inside
+    )
+    over = np.triu(over, 1)
     alive = np.ones(len(boxes), bool)
     keep = []
     for i in range(len(boxes)):
         if not alive[i]:
             continue
         keep.append(i)
-        iw = np.clip(np.minimum(x1[i], x1) - np.maximum(x0[i], x0), 0, None)
-        ih = np.clip(np.minimum(y1[i], y1) - np.maximum(y0[i], y0), 0, None)
-        inter = iw * ih
-        over = (inter / np.maximum(area[i] + area - inter, 1e-9) > iou) | (
-            inter / np.maximum(area, 1e-9) > inside
-        )
-        over[: i + 1] = False
-        alive &= ~over
+        alive &= ~over[i]
     return keep
 
 
