@@ -173,9 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, help="only this many held-out photos (a quick look)")
     ap.add_argument("--table-frames", type=int, default=20, help="tables for the meld figures")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    ap.add_argument(
+        "--no-refine", action="store_true", help="keep the finder's boxes (the box output's worth)"
+    )
     args = ap.parse_args(argv)
 
-    rec = TileRecognizer(args.model, threads=2)
+    rec = TileRecognizer(args.model, threads=2, refine=not args.no_refine)
     photos = load_photos(args.data / "real-photos", ["held_out"])[: args.limit]
     sources = len({p.source for p in photos})
     print(f"held-out real photos: {len(photos)} ({sources} source photos never trained on)")

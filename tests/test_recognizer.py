@@ -3,6 +3,7 @@ way a model or a picture can be bad."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import cv2
@@ -24,6 +25,7 @@ from vision.recognizer import (
     decode_finder,
     quad_of,
     read_image,
+    refine_box,
 )
 from vision.render import Camera, PlacedTile, render_scene
 
@@ -197,6 +199,47 @@ def test_models_swapped_are_the_wrong_shape(tmp_path):
     (model / "classifier.onnx").write_bytes(finder)
     with pytest.raises(ModelError, match="takes"):
         TileRecognizer(model)
+
+
+def test_the_classifier_places_each_tile(rec, tmp_path):
+    scene = _row_scene(list(range(12)), seed=3)
+    found = rec.find(scene.image)
+    placed = rec.detect(scene.image)
+    assert rec.refine
+    # a manifest can turn it off: then the finder's boxes stand
+    model = _copy_model(tmp_path)
+    manifest = json.loads((model / "model.json").read_text())
+    (model / "model.json").write_text(json.dumps({**manifest, "refine": False}))
+    plain = TileRecognizer(model, threads=1)
+    assert not plain.refine
+    unplaced = plain.detect(scene.image)
+    assert sorted(d.box for d in unplaced) == sorted(b for b, *_ in found)
+    # and so can the caller
+    assert not TileRecognizer(threads=1, refine=False).refine
+    # with it, the boxes are the classifier's own, and sit on the tiles at least as well
+    finder_boxes = {tuple(np.round(b, 3)) for b, *_ in found}
+    assert any(tuple(np.round(d.box, 3)) not in finder_boxes for d in placed)
+
+    def mean_iou(dets):
+        return np.mean([max(box_iou(d.box, t.box) for d in dets) for t in scene.tiles])
+
+    assert mean_iou(placed) > mean_iou(unplaced)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    x=st.floats(0, 500), y=st.floats(0, 500), w=st.floats(5, 80), h=st.floats(5, 80),
+    out=st.tuples(*[st.floats(-0.3, 0.3)] * 2, *[st.floats(-2.5, 0.4)] * 2),
+)  # fmt: skip
+def test_refine_box_reads_the_crop_units(x, y, w, h, out):
+    side = max(w, h) * 1.3
+    nx, ny, nw, nh = refine_box((x, y, w, h), np.array(out), 1.3)
+    assert nw == pytest.approx(np.exp(out[2]) * side) and nh == pytest.approx(np.exp(out[3]) * side)
+    assert nx + nw / 2 == pytest.approx(x + w / 2 + out[0] * side)
+    assert ny + nh / 2 == pytest.approx(y + h / 2 + out[1] * side)
+    # a box larger than its crop is capped, not believed
+    big = refine_box((x, y, w, h), np.array([0, 0, 3.0, 3.0]), 1.3)
+    assert big[2] <= side * np.exp(0.5) + 1e-9
 
 
 def test_bad_enrolled_head(tmp_path):

@@ -5,22 +5,32 @@ from __future__ import annotations
 
 import json
 
+import cv2
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from controller.errors import ModelError
 from vision.labels import BACK
 
 torch = pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
 
-from vision.recognizer import TileRecognizer  # noqa: E402
+from vision.detection import box_iou  # noqa: E402
+from vision.recognizer import TileRecognizer, refine_box  # noqa: E402
 from vision.training import (  # noqa: E402
+    CROP_MARGIN,
     CROP_SIZE,
     EMBEDDING,
+    STORE_SIZE,
+    THRESHOLDS,
     TrainConfig,
+    _augment_crops,
+    _crop_from_quadless,
     _finder_targets,
     _rot90,
     _Sample,
+    box_target,
     build_classifier,
     build_finder,
     train,
@@ -32,8 +42,8 @@ def test_networks_shapes():
     hm, reg = finder(torch.zeros(1, 3, 128, 96))
     assert hm.shape == (1, 2, 32, 24) and reg.shape == (1, 6, 32, 24)
     cls = build_classifier().eval()
-    logits, emb = cls(torch.zeros(5, 3, CROP_SIZE, CROP_SIZE))
-    assert logits.shape == (5, 43) and emb.shape == (5, EMBEDDING)
+    logits, emb, box = cls(torch.zeros(5, 3, CROP_SIZE, CROP_SIZE))
+    assert logits.shape == (5, 43) and emb.shape == (5, EMBEDDING) and box.shape == (5, 4)
 
 
 def test_finder_targets_mark_centres():
@@ -66,6 +76,45 @@ def test_quarter_turns_keep_boxes_on_their_tiles():
         assert turned.sum() == img.sum()
 
 
+def test_box_target_of_an_unmoved_crop_is_the_tile_itself():
+    # the recogniser's window: the middle CROP_SIZE of the stored crop, nothing turned
+    m = np.array([[1.0, 0, -(STORE_SIZE - CROP_SIZE) / 2], [0, 1.0, -(STORE_SIZE - CROP_SIZE) / 2]])
+    t = box_target(m, (0.75, 1.0))
+    assert t[:2] == pytest.approx([0.0, 0.0], abs=1e-6)
+    assert np.exp(t[2:]) == pytest.approx([0.75 / CROP_MARGIN, 1.0 / CROP_MARGIN])
+    # so the recogniser, cutting its crop around the true box, gets that box back
+    box = (100.0, 50.0, 30.0, 40.0)
+    assert refine_box(box, t, CROP_MARGIN) == pytest.approx(box)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=st.floats(20, 200), y=st.floats(20, 200), w=st.floats(12, 60), aspect=st.floats(0.5, 2.0),
+    seed=st.integers(0, 2**32 - 1),
+)  # fmt: skip
+def test_augmented_crops_know_where_their_tile_is(x, y, w, aspect, seed):
+    # a white tile on black: whatever window jitter and turn the augmentation draws, the
+    # box it says the tile has in the crop, mapped back through the window the crop stands
+    # for, lands on the tile
+    h = w * aspect
+    img = np.zeros((300, 300, 3), np.uint8)
+    cv2.rectangle(img, (round(x), round(y)), (round(x + w) - 1, round(y + h) - 1), (255,) * 3, -1)
+    # pixel i covers i-0.5 to i+0.5 (the convention of cv2's warps)
+    box = (round(x) - 0.5, round(y) - 0.5, round(x + w) - round(x), round(y + h) - round(y))
+    crop = _crop_from_quadless(img, box, None)
+    aspects = np.array([[box[2] / max(box[2:]), box[3] / max(box[2:])]], np.float32)
+    out, t = _augment_crops(crop[None], aspects, np.random.default_rng(seed))
+    cx, cy = (t[0, :2] + 0.5) * CROP_SIZE
+    bw, bh = np.exp(t[0, 2:]) * CROP_SIZE
+    grey = out[0].max(axis=2).astype(np.float32)
+    # the crop's colour jitter moves the levels: the tile is the brighter half
+    mask = grey > (grey.min() + grey.max()) / 2
+    ys, xs = np.nonzero(mask)
+    assume(xs.min() > 0 and ys.min() > 0 and xs.max() < CROP_SIZE - 1 and ys.max() < CROP_SIZE - 1)
+    seen = (xs.min() - 0.5, ys.min() - 0.5, xs.max() - xs.min() + 1, ys.max() - ys.min() + 1)
+    assert box_iou(seen, (cx - bw / 2, cy - bh / 2, bw, bh)) > 0.85
+
+
 def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
     out = tmp_path / "model"
     logs: list[str] = []
@@ -75,18 +124,24 @@ def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
         assert (out / name).is_file()
     assert json.loads((out / "model.json").read_text()) == manifest
     assert manifest["training"]["real_train_photos"] == 12
+    # the finder threshold is the one of best tile F1 on the validation photos
+    by_threshold = manifest["training"]["validation"]["tile_f1_by_threshold"]
+    assert sorted(float(t) for t in by_threshold) == list(THRESHOLDS)
+    assert by_threshold[str(manifest["finder_threshold"])] == max(by_threshold.values())
     assert any("finder epoch 1/1" in line for line in logs)
     rec = TileRecognizer(out)
     image = (np.random.default_rng(0).random((120, 160, 3)) * 255).astype(np.uint8)
     found = rec.detect(image)  # an untrained model finds anything or nothing, but runs
     assert all(0 <= d.label < 43 for d in found)
     assert rec.embed(image, [(10, 10, 30, 40)]).shape == (1, EMBEDDING)
+    assert rec.refine  # the exported classifier places each tile in its crop
 
 
 def test_training_without_shared_data_uses_procedural_faces(tmp_path):
     cfg = TrainConfig.preset("tiny", None, tmp_path / "m", log=lambda _: None)
     manifest = train(cfg)
     assert manifest["training"]["real_train_photos"] == 0
+    assert manifest["finder_threshold"] == 0.4  # no validation photos to choose it on
     TileRecognizer(tmp_path / "m")
 
 

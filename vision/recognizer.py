@@ -204,7 +204,9 @@ class TileRecognizer:
     ``min_confidence`` is the probability under which a tile is flagged for confirmation
     (default: the model's own, from its manifest); ``finder_threshold`` the finder score a
     tile needs to be reported at all; ``input_size`` the longer side, in pixels, the finder
-    sees the picture at; ``threads`` the CPU threads onnxruntime may use.
+    sees the picture at; ``threads`` the CPU threads onnxruntime may use; ``refine`` whether
+    the classifier's boxes replace the finder's (default: the manifest's ``refine``, true;
+    always false for a model without that output).
 
     Raises :class:`~controller.errors.ModelError` when the model is missing, corrupt or of
     the wrong shape.
@@ -218,6 +220,7 @@ class TileRecognizer:
         finder_threshold: float | None = None,
         input_size: int | None = None,
         threads: int | None = None,
+        refine: bool | None = None,
     ) -> None:
         self.model_dir = Path(model_path) if model_path is not None else DEFAULT_MODEL_DIR
         manifest = self._manifest()
@@ -247,6 +250,8 @@ class TileRecognizer:
         self._classifier = self._session(manifest.get("classifier", "classifier.onnx"), threads)
         self._check_shapes()
         self.head = self._load_head()
+        if refine is not None:
+            self.refine = self.refine and refine
 
     # -- loading ------------------------------------------------------------------------------
 
@@ -296,6 +301,10 @@ class TileRecognizer:
         if "logits" not in c_out or c_out["logits"][-1] != NUM_LABELS:
             raise ModelError(f"the classifier model does not give {NUM_LABELS} logits")
         self._embedding_size = c_out.get("embedding", [0, 0])[-1]
+        # older models have no box output: their finder's boxes stand as found
+        self.refine = bool(self.manifest.get("refine", True)) and (
+            "box" in c_out and c_out["box"][-1] == 4
+        )
 
     def _load_head(self) -> tuple[np.ndarray, np.ndarray] | None:
         path = self.model_dir / HEAD_FILE
@@ -355,18 +364,29 @@ class TileRecognizer:
 
     def classify(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """Label probabilities (N x 43) for tiles at ``boxes`` in a picture."""
-        img = as_bgr(image)
+        return self._read(as_bgr(image), boxes)[0]
+
+    def _read(self, img: np.ndarray, boxes: list[Box]) -> tuple[np.ndarray, list[Box]]:
+        """Label probabilities for tiles at ``boxes``, and each tile's box as the classifier
+        places it in its crop (the given box where the model has no box output)."""
         if not boxes:
-            return np.zeros((0, NUM_LABELS), np.float32)
+            return np.zeros((0, NUM_LABELS), np.float32), []
         crops = np.stack([self._crop(img, b) for b in boxes])
         x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
+        names = ["logits", "embedding", "box"] if self.refine else ["logits", "embedding"]
         try:
-            logits, emb = self._classifier.run(["logits", "embedding"], {"crops": x})
+            logits, emb, *placed = self._classifier.run(names, {"crops": x})
         except Exception as exc:
             raise ModelError(f"the classifier model failed: {exc}") from None
         if self.head is not None:
             logits = emb @ self.head[0] + self.head[1]
-        return _softmax(logits)
+        if placed:
+            refined = [
+                refine_box(b, o, self.crop_margin) for b, o in zip(boxes, placed[0], strict=True)
+            ]
+        else:
+            refined = list(boxes)
+        return _softmax(logits), refined
 
     def embed(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """The classifier's embeddings (N x E) of tiles at ``boxes`` (for enrolment)."""
@@ -399,10 +419,22 @@ class TileRecognizer:
         found = self.find(img)
         # a tile the finder is sure lies face down needs no reading (walls, concealed kongs)
         to_read = [i for i, f in enumerate(found) if f[3] < self.back_threshold]
-        probs = self.classify(img, [found[i][0] for i in to_read])
+        probs, placed = self._read(img, [found[i][0] for i in to_read])
         read = dict(zip(to_read, probs, strict=True))
+        boxes = [f[0] for f in found]
+        for i, box in zip(to_read, placed, strict=True):
+            boxes[i] = box
+        if self.refine and len(found) > 1:
+            # two peaks on one tile give two boxes that the classifier moves onto that tile:
+            # keep the finder's surer one (``found`` is sorted by score)
+            keep = set(_nms(np.array(boxes, np.float64), 0.55))
+        else:
+            keep = set(range(len(found)))
         out = []
-        for i, (box, score, angle, down) in enumerate(found):
+        for i, (_, score, angle, down) in enumerate(found):
+            if i not in keep:
+                continue
+            box = boxes[i]
             quad, sideways = quad_of(box, angle)
             p = read.get(i)
             if p is None:
@@ -427,6 +459,21 @@ class TileRecognizer:
             band = max(8.0, 0.6 * float(np.median([d.box[3] for d in out])))
             out.sort(key=lambda d: (round(d.centre[1] / band), d.centre[0]))
         return out
+
+
+def refine_box(box: Box, out: np.ndarray, margin: float) -> Box:
+    """The box the classifier's box output ``out`` says for a tile whose crop was cut around
+    ``box`` with ``margin``: ``out`` is the box's centre relative to the crop's centre, then
+    the log of its width and height, all in units of the crop's side (``margin`` x the box's
+    longer side)."""
+    x, y, w, h = box
+    side = max(w, h) * margin
+    cx = x + w / 2 + float(out[0]) * side
+    cy = y + h / 2 + float(out[1]) * side
+    # a box larger than its crop would be a misreading, not a correction
+    nw = math.exp(min(float(out[2]), 0.5)) * side
+    nh = math.exp(min(float(out[3]), 0.5)) * side
+    return (cx - nw / 2, cy - nh / 2, nw, nh)
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:

@@ -8,8 +8,10 @@ This is the only module that imports PyTorch, and only when :func:`train` runs (
   "tile", face up or face down) and, at each centre, the sub-cell offset, the log of the box's
   width and height, and the tile's long-axis direction as ``(cos 2θ, sin 2θ)``.
 - The **classifier** reads a square crop around each tile (48 pixels, 1.3 x the box's longer
-  side) and gives the 43 labels' logits and a 192-number embedding; enrolment refits the last
-  layer on that embedding (see :mod:`vision.enrol`).
+  side) and gives the 43 labels' logits, a 192-number embedding (enrolment refits the last
+  layer on it, see :mod:`vision.enrol`) and the tile's box within the crop, which corrects the
+  finder's box: the finder sees a tile at stride 4 among its neighbours, the classifier sees
+  it at 48 pixels.
 
 Data: the real photos' training split (validation split for picking the best epoch; the
 held-out split is never read here) and synthetic scenes from :mod:`vision.synth`, drawn with
@@ -112,17 +114,16 @@ def _torch():
     return torch
 
 
-def build_finder():
-    """The tile finder network (PyTorch module)."""
-    torch = _torch()
-    nn = torch.nn
+def _blocks(nn):
+    """The two building blocks of both networks: ``cbr`` (convolution, batch norm, ReLU) and
+    ``sep`` (a depthwise-separable convolution, each half with batch norm and ReLU)."""
 
-    def cbr(cin: int, cout: int, k: int = 3, s: int = 1) -> nn.Module:
+    def cbr(cin: int, cout: int, k: int = 3, s: int = 1):
         return nn.Sequential(
             nn.Conv2d(cin, cout, k, s, k // 2, bias=False), nn.BatchNorm2d(cout), nn.ReLU(True)
         )
 
-    def sep(cin: int, cout: int, s: int = 1) -> nn.Module:
+    def sep(cin: int, cout: int, s: int = 1):
         return nn.Sequential(
             nn.Conv2d(cin, cin, 3, s, 1, groups=cin, bias=False),
             nn.BatchNorm2d(cin),
@@ -131,6 +132,16 @@ def build_finder():
             nn.BatchNorm2d(cout),
             nn.ReLU(True),
         )
+
+    return cbr, sep
+
+
+def build_finder():
+    """The tile finder network (PyTorch module)."""
+    torch = _torch()
+    nn = torch.nn
+
+    cbr, sep = _blocks(nn)
 
     class Finder(nn.Module):
         def __init__(self) -> None:
@@ -167,30 +178,18 @@ def build_finder():
 
 
 def build_classifier():
-    """The crop classifier network (PyTorch module): returns ``(logits, embedding)``."""
+    """The crop classifier network (PyTorch module): returns ``(logits, embedding, box)``,
+    ``box`` as :func:`box_target` gives it."""
     torch = _torch()
     nn = torch.nn
 
-    def cbr(cin: int, cout: int, s: int = 1) -> nn.Module:
-        return nn.Sequential(
-            nn.Conv2d(cin, cout, 3, s, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(True)
-        )
-
-    def sep(cin: int, cout: int, s: int = 1) -> nn.Module:
-        return nn.Sequential(
-            nn.Conv2d(cin, cin, 3, s, 1, groups=cin, bias=False),
-            nn.BatchNorm2d(cin),
-            nn.ReLU(True),
-            nn.Conv2d(cin, cout, 1, bias=False),
-            nn.BatchNorm2d(cout),
-            nn.ReLU(True),
-        )
+    cbr, sep = _blocks(nn)
 
     class Classifier(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.features = nn.Sequential(
-                cbr(3, 32, 2),  # 24
+                cbr(3, 32, 3, 2),  # 24
                 sep(32, 64),
                 sep(64, 64),
                 sep(64, 128, 2),  # 12
@@ -206,11 +205,21 @@ def build_classifier():
             self.register_buffer("centre", (w / w.sum())[None, None])
             self.drop = nn.Dropout(0.2)
             self.head = nn.Linear(EMBEDDING, NUM_LABELS)
+            # where the tile lies in the crop needs the whole 6x6 map, not the centred pool
+            cells = (CROP_SIZE // 8) ** 2
+            self.box = nn.Sequential(
+                nn.Conv2d(EMBEDDING, 32, 1),
+                nn.ReLU(True),
+                nn.Flatten(),
+                nn.Linear(32 * cells, 64),
+                nn.ReLU(True),
+                nn.Linear(64, 4),
+            )
 
         def forward(self, x):
             f = self.features(x * (1 / 255.0) - 0.5)
             emb = (f * self.centre).sum(dim=(2, 3))
-            return self.head(self.drop(emb)), emb
+            return self.head(self.drop(emb)), emb, self.box(f)
 
     return Classifier()
 
@@ -271,9 +280,7 @@ def _synth_pool(cfg: TrainConfig, rng: np.random.Generator) -> list[_Sample]:
     return pool
 
 
-def _table_pool(
-    cfg: TrainConfig, rng: np.random.Generator
-) -> tuple[list[_Sample], np.ndarray, np.ndarray]:
+def _table_pool(cfg: TrainConfig, rng: np.random.Generator) -> tuple[list[_Sample], _Crops]:
     """Whole-table frames as the simulator's camera gives them (1280x960): finder samples cut
     from the frame as the recogniser sees it (scaled to 640 on its longer side), and
     classifier crops from the full-resolution frame, as the recogniser crops them."""
@@ -281,7 +288,7 @@ def _table_pool(
 
     faces = _face_sets(cfg)
     samples: list[_Sample] = []
-    crops, labels = [], []
+    crops, labels, aspects = [], [], []
     size = cfg.finder_size
     for _ in range(cfg.table_frames):
         frame = table_frame(rng, faces)
@@ -313,10 +320,11 @@ def _table_pool(
         for t in frame.truths:
             crops.append(_crop_from_quadless(img, t.box, None))
             labels.append(t.label)
-    return (
-        samples,
+            aspects.append(_aspect(t.box))
+    return samples, _Crops(
         np.array(crops, np.uint8).reshape(-1, STORE_SIZE, STORE_SIZE, 3),
         np.array(labels, np.int64),
+        np.array(aspects, np.float32).reshape(-1, 2),
     )
 
 
@@ -467,10 +475,45 @@ def _finder_loss(hm_logit, reg, t_hm, ind, t_reg, mask, amask):
 # Classifier data
 
 
+@dataclass
+class _Crops:
+    """Classifier training crops (N x STORE_SIZE x STORE_SIZE x 3, each tile centred, the
+    window :data:`CROP_MARGIN` x STORE_SIZE / CROP_SIZE its longer side), their labels, and
+    each tile's box as ``(w, h) / max(w, h)`` (its shape, which places it in the crop)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    aspects: np.ndarray
+
+
+def _aspect(box) -> tuple[float, float]:
+    w, h = float(box[2]), float(box[3])
+    m = max(w, h, 1e-6)
+    return w / m, h / m
+
+
 def _crop_from_quadless(img: np.ndarray, box, rng: np.random.Generator | None) -> np.ndarray:
     from vision.dataset import square_crop
 
     return square_crop(img, box, STORE_SIZE, CROP_MARGIN * STORE_SIZE / CROP_SIZE)
+
+
+def box_target(m: np.ndarray, aspect: tuple[float, float]) -> np.ndarray:
+    """The classifier's box output (see :func:`vision.recognizer.refine_box`) for a crop
+    made by the affine ``m`` (stored crop ->
+    CROP_SIZE crop) from a stored crop of a tile of ``aspect`` (see :class:`_Crops`): the
+    box's centre relative to the crop's centre and the log of its width and height, all in
+    units of the crop's side. The box is the axis-aligned box of the tile's turned box, as the
+    labelled photos' boxes are."""
+    c = STORE_SIZE / 2
+    half = np.array(aspect, np.float64) * (CROP_SIZE / CROP_MARGIN) / 2
+    corners = np.array([[c - half[0], c - half[1]], [c + half[0], c - half[1]],
+                        [c + half[0], c + half[1]], [c - half[0], c + half[1]]])  # fmt: skip
+    moved = corners @ np.asarray(m, np.float64)[:, :2].T + np.asarray(m, np.float64)[:, 2]
+    lo, hi = moved.min(axis=0), moved.max(axis=0)
+    centre = (lo + hi) / 2 / CROP_SIZE - 0.5
+    size = np.log(np.maximum(hi - lo, 1e-3) / CROP_SIZE)
+    return np.concatenate([centre, size]).astype(np.float32)
 
 
 def _classifier_data(
@@ -478,9 +521,9 @@ def _classifier_data(
     photos,
     pool: list[_Sample],
     rng: np.random.Generator,
-    extra: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    crops, labels = [], []
+    extra: _Crops | None = None,
+) -> _Crops:
+    crops, labels, aspects = [], [], []
     for photo in photos:
         img = photo.image()
         for box, label in zip(photo.boxes, photo.labels, strict=True):
@@ -488,6 +531,7 @@ def _classifier_data(
             repeat = cfg.real_flower_repeat if label >= 34 else 1
             crops.extend([crop] * repeat)
             labels.extend([int(label)] * repeat)
+            aspects.extend([_aspect(box)] * repeat)
     n_real = len(crops)
     synth = []
     for s in pool:
@@ -500,26 +544,40 @@ def _classifier_data(
         s, box, label = synth[i]
         crops.append(_crop_from_quadless(s.image, box, None))
         labels.append(label)
-    if extra is not None and len(extra[0]):
-        crops.extend(extra[0])
-        labels.extend(int(v) for v in extra[1])
+        aspects.append(_aspect(box))
+    if extra is not None and len(extra.images):
+        crops.extend(extra.images)
+        labels.extend(int(v) for v in extra.labels)
+        aspects.extend(tuple(a) for a in extra.aspects)
     cfg.log(f"classifier data: {n_real} real crops, {len(crops) - n_real} synthetic")
-    return np.stack(crops), np.array(labels, np.int64)
+    return _Crops(
+        np.stack(crops), np.array(labels, np.int64), np.array(aspects, np.float32).reshape(-1, 2)
+    )
 
 
-def _augment_crops(batch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _augment_crops(
+    batch: np.ndarray, aspects: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Random jitter of the crop window (as the finder's boxes wander), quarter turns, small
-    rotations and colour changes; STORE_SIZE in, CROP_SIZE out."""
+    rotations and colour changes; STORE_SIZE in, CROP_SIZE out; with each tile's box in its
+    crop (:func:`box_target`).
+
+    The window's scale and shift follow the finder's errors on the validation photos: its
+    boxes' sides are 0.66-1.23 of the labelled ones (10th-90th percentile; too small more
+    often: the tile then fills more of the crop) and their centres off by up to a tenth of a
+    side."""
     out = np.empty((len(batch), CROP_SIZE, CROP_SIZE, 3), np.uint8)
+    targets = np.empty((len(batch), 4), np.float32)
     c = STORE_SIZE / 2
     for i, img in enumerate(batch):
-        scale = CROP_SIZE / STORE_SIZE * rng.uniform(0.88, 1.15)
+        scale = float(np.exp(np.clip(rng.normal(0.05, 0.17), -0.3, 0.45)))
         angle = float(rng.integers(4) * 90 + rng.normal(0, 6))
-        m = cv2.getRotationMatrix2D((c, c), angle, scale * STORE_SIZE / CROP_SIZE)
+        m = cv2.getRotationMatrix2D((c, c), angle, scale)
         m[:, 2] += (CROP_SIZE / 2 - c) + rng.normal(0, 0.07 * CROP_SIZE, 2)
         warped = cv2.warpAffine(img, m, (CROP_SIZE, CROP_SIZE), borderMode=cv2.BORDER_REPLICATE)
         out[i] = _augment_colour(warped, rng)
-    return out
+        targets[i] = box_target(m, aspects[i])
+    return out, targets
 
 
 def _centre_crops(batch: np.ndarray) -> np.ndarray:
@@ -549,16 +607,17 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     cfg.log(f"real photos: {len(train_photos)} train, {len(val_photos)} validation")
     pool = _synth_pool(cfg, rng)
     cfg.log(f"synthetic scenes: {len(pool)} in {time.time() - t0:.0f}s")
-    table_samples, table_crops, table_labels = _table_pool(cfg, rng)
+    table_samples, table_crops = _table_pool(cfg, rng)
     cfg.log(
-        f"table frames: {cfg.table_frames} ({len(table_labels)} tiles), {time.time() - t0:.0f}s"
+        f"table frames: {cfg.table_frames} ({len(table_crops.labels)} tiles), "
+        f"{time.time() - t0:.0f}s"
     )
 
     if cfg.reuse_finder is None:
         finder = _train_finder(cfg, train_photos, val_photos, pool + table_samples, rng)
     if cfg.reuse_classifier is None:
         classifier, cls_metrics = _train_classifier(
-            cfg, train_photos, val_photos, pool, rng, (table_crops, table_labels)
+            cfg, train_photos, val_photos, pool, rng, table_crops
         )
     else:
         classifier = None
@@ -606,8 +665,40 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         },
     }
     (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    # the threshold is chosen on the exported model, run as the recogniser runs it
+    manifest["finder_threshold"], tile_metrics = _choose_threshold(cfg, val_photos)
+    manifest["training"]["validation"].update(tile_metrics)
+    manifest["training"]["seconds"] = round(time.time() - t0)
+    (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     cfg.log(f"done in {time.time() - t0:.0f}s: {manifest['training']['validation']}")
     return manifest
+
+
+THRESHOLDS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+"""The finder thresholds tried on the validation photos; the best tile-level F1 wins."""
+
+
+def _choose_threshold(cfg: TrainConfig, val_photos) -> tuple[float, dict[str, Any]]:
+    """The finder threshold (of :data:`THRESHOLDS`) of best tile-level F1 (right box and
+    right label) of the exported model on the validation photos, and the F1 of each. Without
+    validation photos: 0.4."""
+    if not val_photos:
+        return 0.4, {}
+    from vision.dataset import tile_f1
+    from vision.recognizer import TileRecognizer
+
+    images = [p.image() for p in val_photos]
+    scores = {}
+    for t in THRESHOLDS:
+        rec = TileRecognizer(cfg.out_dir, finder_threshold=t, threads=cfg.threads)
+        preds = [[(d.box, d.label, d.confidence) for d in rec.detect(im)] for im in images]
+        scores[t] = round(tile_f1(zip(preds, val_photos, strict=True))["f1"], 4)
+    best = max(THRESHOLDS, key=lambda t: (scores[t], -abs(t - 0.4)))
+    cfg.log(f"tile F1 on the validation photos by finder threshold: {scores}; using {best}")
+    return best, {
+        "tile_f1": scores[best],
+        "tile_f1_by_threshold": {str(k): v for k, v in scores.items()},
+    }
 
 
 def _train_finder(cfg: TrainConfig, photos, val_photos, pool, rng):
@@ -705,14 +796,19 @@ def _mult32(v: float) -> int:
 
 def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=None):
     torch = _torch()
-    x_all, y_all = _classifier_data(cfg, photos, pool, rng, extra)
+    data = _classifier_data(cfg, photos, pool, rng, extra)
+    x_all, y_all = data.images, data.labels
     if val_photos:
-        vx, vy = _classifier_data(
+        val = _classifier_data(
             replace(cfg, synth_crops_max=0, real_flower_repeat=1), val_photos, [], rng
         )
-        vx = _centre_crops(vx)
+        vx, vy = _centre_crops(val.images), val.labels
+        # the box output is judged on windows as the finder's boxes give them: jittered
+        # (the same jitter every epoch)
+        bx, bt = _augment_crops(val.images, val.aspects, np.random.default_rng(1))
     else:
         vx, vy = np.zeros((0, CROP_SIZE, CROP_SIZE, 3), np.uint8), np.zeros(0, np.int64)
+        bx, bt = vx, np.zeros((0, 4), np.float32)
     model = build_classifier()
     # flowers and backs are rare in the photos: weight the classes towards balance
     counts = np.bincount(y_all, minlength=NUM_LABELS).astype(np.float64)
@@ -734,18 +830,22 @@ def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=Non
         losses = []
         for b in range(steps):
             idx = order[b * cfg.classifier_batch : (b + 1) * cfg.classifier_batch]
-            xb = _augment_crops(x_all[idx], rng).astype(np.float32).transpose(0, 3, 1, 2)
-            logits, _ = model(torch.from_numpy(xb))
-            loss = loss_fn(logits, torch.from_numpy(y_all[idx]))
+            xb, tb = _augment_crops(x_all[idx], data.aspects[idx], rng)
+            logits, _, box = model(torch.from_numpy(xb.astype(np.float32).transpose(0, 3, 1, 2)))
+            loss = loss_fn(logits, torch.from_numpy(y_all[idx])) + BOX_WEIGHT * (
+                torch.nn.functional.smooth_l1_loss(box, torch.from_numpy(tb), beta=0.05)
+            )
             opt.zero_grad()
             loss.backward()
             opt.step()
             sched.step()
             losses.append(loss.item())
         acc, flower_acc = _classifier_accuracy(model, vx, vy)
+        box_iou = _box_iou(model, bx, bt)
         cfg.log(
             f"classifier epoch {epoch + 1}/{cfg.classifier_epochs} {time.time() - t:.0f}s "
-            f"loss {np.mean(losses):.3f} val acc {acc:.4f} flowers {flower_acc:.4f}"
+            f"loss {np.mean(losses):.3f} val acc {acc:.4f} flowers {flower_acc:.4f} "
+            f"box IoU {box_iou:.3f}"
         )
         if acc >= best_acc:
             best_acc = acc
@@ -753,12 +853,39 @@ def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=Non
             metrics = {
                 "classifier_accuracy": round(acc, 4),
                 "classifier_flower_accuracy": round(flower_acc, 4),
+                "classifier_box_iou": round(box_iou, 4),
                 "classifier_epoch": epoch + 1,
             }
     if best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
     return model, metrics
+
+
+BOX_WEIGHT = 4.0
+"""The box output's share of the classifier's loss (its smooth L1 beside cross entropy)."""
+
+
+def _box_iou(model, bx: np.ndarray, bt: np.ndarray) -> float:
+    """Mean IoU of the classifier's boxes with the true ones on jittered validation crops."""
+    if len(bx) == 0:
+        return 0.0
+    torch = _torch()
+    model.eval()
+    with torch.no_grad():
+        out = np.concatenate([
+            model(torch.from_numpy(bx[b : b + 256].astype(np.float32).transpose(0, 3, 1, 2)))[2]
+            .numpy()
+            for b in range(0, len(bx), 256)
+        ])  # fmt: skip
+
+    from vision.detection import box_iou
+
+    def xywh(t: np.ndarray) -> tuple[float, float, float, float]:
+        w, h = np.exp(t[2:])
+        return (float(t[0] - w / 2), float(t[1] - h / 2), float(w), float(h))
+
+    return float(np.mean([box_iou(xywh(a), xywh(b)) for a, b in zip(out, bt, strict=True)]))
 
 
 def _classifier_accuracy(model, vx: np.ndarray, vy: np.ndarray) -> tuple[float, float]:
@@ -785,7 +912,7 @@ def _classifier_accuracy(model, vx: np.ndarray, vy: np.ndarray) -> tuple[float, 
 def export_onnx(finder, classifier, out_dir: Path) -> None:
     """Write ``finder.onnx`` (input ``image`` 1x3xHxW BGR 0-255; outputs ``heatmap`` after the
     sigmoid and ``regression``) and ``classifier.onnx`` (input ``crops`` Nx3x48x48; outputs
-    ``logits`` and ``embedding``)."""
+    ``logits``, ``embedding`` and ``box``, see :func:`box_target`)."""
     torch = _torch()
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -821,8 +948,13 @@ def export_onnx(finder, classifier, out_dir: Path) -> None:
                 (torch.zeros(2, 3, CROP_SIZE, CROP_SIZE),),
                 str(out_dir / CLASSIFIER_FILE),
                 input_names=["crops"],
-                output_names=["logits", "embedding"],
-                dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}, "embedding": {0: "n"}},
+                output_names=["logits", "embedding", "box"],
+                dynamic_axes={
+                    "crops": {0: "n"},
+                    "logits": {0: "n"},
+                    "embedding": {0: "n"},
+                    "box": {0: "n"},
+                },
                 opset_version=17,
                 dynamo=False,
             )
