@@ -364,16 +364,19 @@ class TileRecognizer:
 
     def classify(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """Label probabilities (N x 43) for tiles at ``boxes`` in a picture."""
-        return self._read(as_bgr(image), boxes)[0]
+        return self._read(as_bgr(image), boxes, place=False)[0]
 
-    def _read(self, img: np.ndarray, boxes: list[Box]) -> tuple[np.ndarray, list[Box]]:
+    def _read(
+        self, img: np.ndarray, boxes: list[Box], place: bool = True
+    ) -> tuple[np.ndarray, list[Box]]:
         """Label probabilities for tiles at ``boxes``, and each tile's box as the classifier
-        places it in its crop (the given box where the model has no box output)."""
+        places it in its crop (the given box where the model has no box output, refining is
+        off, or ``place`` is false)."""
         if not boxes:
             return np.zeros((0, NUM_LABELS), np.float32), []
         crops = np.stack([self._crop(img, b) for b in boxes])
         x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
-        names = ["logits", "embedding", "box"] if self.refine else ["logits", "embedding"]
+        names = ["logits", "embedding", "box"] if self.refine and place else ["logits", "embedding"]
         try:
             logits, emb, *placed = self._classifier.run(names, {"crops": x})
         except Exception as exc:
@@ -470,7 +473,7 @@ def refine_box(box: Box, out: np.ndarray, margin: float) -> Box:
     side = max(w, h) * margin
     cx = x + w / 2 + float(out[0]) * side
     cy = y + h / 2 + float(out[1]) * side
-    # a box larger than its crop would be a misreading, not a correction
+    # a box far larger than its crop would be a misreading, not a correction
     nw = math.exp(min(float(out[2]), 0.5)) * side
     nh = math.exp(min(float(out[3]), 0.5)) * side
     return (cx - nw / 2, cy - nh / 2, nw, nh)
