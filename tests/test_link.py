@@ -155,13 +155,7 @@ def test_exactly_once_in_order_under_faults(
 
 
 def test_retransmission_timer_starts_at_25ms_doubles_and_is_capped() -> None:
-    host = LinkEndpoint(initiator=True)
-    mcu = LinkEndpoint(initiator=False)
-    host.start_reset(b"x", 0.0)
-    (reset,) = host.poll(0.0)
-    mcu.on_frame(FrameDecoder().feed(reset)[0], 0.0)
-    (reset_ack,) = mcu.poll(0.0)
-    host.on_frame(FrameDecoder().feed(reset_ack)[0], 0.0)
+    host, _ = _established(ack_delay=0.0)
     host.send(b"lost forever")
     assert len(host.poll(0.0)) == 1
     times = []

@@ -150,9 +150,15 @@ def test_unknown_preset(tmp_path):
         TrainConfig.preset("huge", None, tmp_path)
 
 
-def test_reusing_a_finder_trains_only_the_classifier(tmp_path):
-    first = tmp_path / "first"
-    train(TrainConfig.preset("tiny", None, first, log=lambda _: None))
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    """A tiny model (procedural faces only) for the reuse tests to keep a part of."""
+    out = tmp_path_factory.mktemp("first") / "model"
+    train(TrainConfig.preset("tiny", None, out, log=lambda _: None))
+    return out
+
+
+def test_reusing_a_finder_trains_only_the_classifier(first, tmp_path):
     second = tmp_path / "second"
     logs: list[str] = []
     train(TrainConfig.preset("tiny", None, second, reuse_finder=first, log=logs.append))
@@ -161,9 +167,7 @@ def test_reusing_a_finder_trains_only_the_classifier(tmp_path):
     TileRecognizer(second)
 
 
-def test_reusing_a_classifier_trains_only_the_finder(tmp_path):
-    first = tmp_path / "first"
-    train(TrainConfig.preset("tiny", None, first, log=lambda _: None))
+def test_reusing_a_classifier_trains_only_the_finder(first, tmp_path):
     second = tmp_path / "second"
     logs: list[str] = []
     train(TrainConfig.preset("tiny", None, second, reuse_classifier=first, log=logs.append))

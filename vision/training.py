@@ -499,12 +499,11 @@ def _crop_from_quadless(img: np.ndarray, box, rng: np.random.Generator | None) -
 
 
 def box_target(m: np.ndarray, aspect: tuple[float, float]) -> np.ndarray:
-    """The classifier's box output (see :func:`vision.recognizer.refine_box`) for a crop
-    made by the affine ``m`` (stored crop ->
-    CROP_SIZE crop) from a stored crop of a tile of ``aspect`` (see :class:`_Crops`): the
-    box's centre relative to the crop's centre and the log of its width and height, all in
-    units of the crop's side. The box is the axis-aligned box of the tile's turned box, as the
-    labelled photos' boxes are."""
+    """The classifier's box output (see :func:`vision.recognizer.refine_box`) for a crop made
+    by the affine ``m`` (stored crop -> CROP_SIZE crop) from a stored crop of a tile of
+    ``aspect`` (see :class:`_Crops`): the box's centre relative to the crop's centre and the
+    log of its width and height, all in units of the crop's side. The box is the axis-aligned
+    box of the tile's turned box, as the labelled photos' boxes are."""
     c = STORE_SIZE / 2
     half = np.array(aspect, np.float64) * (CROP_SIZE / CROP_MARGIN) / 2
     corners = np.array([[c - half[0], c - half[1]], [c + half[0], c - half[1]],
@@ -621,23 +620,14 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         )
     else:
         classifier = None
-        old = json.loads((cfg.reuse_classifier / MANIFEST_FILE).read_text())
-        cls_metrics = {
-            k: v for k, v in old["training"]["validation"].items() if k.startswith("classifier")
-        }
-        if cfg.reuse_classifier.resolve() != cfg.out_dir.resolve():
-            for name in (CLASSIFIER_FILE, "base_head.npz"):
-                shutil.copy2(cfg.reuse_classifier / name, cfg.out_dir / name)
+        cls_metrics = _reuse(
+            cfg.reuse_classifier, cfg.out_dir, "classifier", (CLASSIFIER_FILE, "base_head.npz")
+        )
     if cfg.reuse_finder is None:
         finder_metrics = _validate_finder(finder, val_photos, cfg)
     else:
         finder = None
-        old = json.loads((cfg.reuse_finder / MANIFEST_FILE).read_text())
-        finder_metrics = {
-            k: v for k, v in old["training"]["validation"].items() if k.startswith("finder")
-        }
-        if cfg.reuse_finder.resolve() != cfg.out_dir.resolve():
-            shutil.copy2(cfg.reuse_finder / FINDER_FILE, cfg.out_dir / FINDER_FILE)
+        finder_metrics = _reuse(cfg.reuse_finder, cfg.out_dir, "finder", (FINDER_FILE,))
 
     export_onnx(finder, classifier, cfg.out_dir)
     manifest = {
@@ -672,6 +662,16 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     cfg.log(f"done in {time.time() - t0:.0f}s: {manifest['training']['validation']}")
     return manifest
+
+
+def _reuse(src: Path, out_dir: Path, part: str, files: tuple[str, ...]) -> dict[str, Any]:
+    """Copy a kept part's ``files`` from the model folder ``src`` into ``out_dir`` and return
+    that part's validation figures from its manifest (the keys starting with ``part``)."""
+    old = json.loads((src / MANIFEST_FILE).read_text())
+    if src.resolve() != out_dir.resolve():
+        for name in files:
+            shutil.copy2(src / name, out_dir / name)
+    return {k: v for k, v in old["training"]["validation"].items() if k.startswith(part)}
 
 
 THRESHOLDS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
