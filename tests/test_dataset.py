@@ -16,8 +16,10 @@ from vision.dataset import (
     ROBOFLOW_TO_LABEL,
     SPLITS,
     LabelledPhoto,
+    labelled_area,
     load_photos,
     match_detections,
+    outside_labelled_area,
     parse_label_file,
     source_of,
     split_of,
@@ -133,3 +135,30 @@ def test_tile_f1_counts_false_finds_and_misses_per_label_set():
     flowers = tile_f1([(preds, photo)], set(range(34, 42)))
     assert (flowers["precision"], flowers["recall"], flowers["f1"]) == (0.0, 0.0, 0.0)
     assert tile_f1([([], photo)])["f1"] == 0.0
+
+
+def test_labelled_area_covers_the_labelled_row_and_not_the_rest():
+    # a row of three tiles along the top; the rest of the picture is not labelled
+    boxes = np.array([[10, 10, 20, 30], [30, 10, 20, 30], [50, 10, 20, 30]], np.float32)
+    area = labelled_area(boxes, 200, 150)
+    assert area.shape == (150, 200) and area.dtype == np.uint8
+    for x, y, w, h in boxes.astype(int):
+        assert area[y : y + h, x : x + w].all()
+    # grown by half the median side (30 px): a tile just past the row's end is inside, one
+    # far below it is not
+    assert area[25, 80] and not area[25, 120] and not area[120, 40]
+    assert labelled_area(np.zeros((0, 4), np.float32), 20, 10).sum() == 0
+
+
+def test_tile_f1_over_the_labelled_area_ignores_only_far_unmatched_finds():
+    photo = _photo([[10, 10, 20, 20], [40, 10, 20, 20]], [2, 3])
+    preds = [
+        ((10, 10, 20, 20), 2, 0.9),  # right
+        ((40, 10, 20, 20), 5, 0.9),  # wrong label inside the row: false
+        ((60, 70, 20, 20), 7, 0.8),  # a tile nobody labelled, away from the row: not counted
+    ]
+    assert outside_labelled_area(preds, photo) == [False, False, True]
+    plain = tile_f1([(preds, photo)])
+    area = tile_f1([(preds, photo)], labelled_area_only=True)
+    assert plain["precision"] == pytest.approx(1 / 3) and area["precision"] == pytest.approx(0.5)
+    assert plain["recall"] == area["recall"] == pytest.approx(0.5)

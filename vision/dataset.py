@@ -183,6 +183,29 @@ def _jpeg_size(path: Path) -> tuple[int, int]:
     return img.shape[1], img.shape[0]
 
 
+def labelled_area(boxes: np.ndarray, width: int, height: int, grow: float = 0.5) -> np.ndarray:
+    """Where a photo's labels say anything: the convex hull of its labelled boxes, grown by
+    ``grow`` x their median side, as a ``height`` x ``width`` ``uint8`` mask (1 inside).
+
+    Most of these photos label only the players' rows: the discards, walls and loose tiles
+    around them are real tiles with no box. Outside this area the labels are silent, so
+    training does not teach "no tile here" there and scoring does not count a tile found
+    there as false (as partially labelled detection sets mark "don't care" regions)."""
+    mask = np.zeros((height, width), np.uint8)
+    if len(boxes) == 0:
+        return mask
+    b = np.asarray(boxes, np.float32)
+    pad = grow * float(np.median(np.maximum(b[:, 2], b[:, 3])))
+    x0, y0 = b[:, 0] - pad, b[:, 1] - pad
+    x1, y1 = b[:, 0] + b[:, 2] + pad, b[:, 1] + b[:, 3] + pad
+    corners = np.concatenate(
+        [np.stack(c, axis=1) for c in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
+    )
+    hull = cv2.convexHull(np.round(corners).astype(np.int32))
+    cv2.fillConvexPoly(mask, hull, 1)
+    return mask
+
+
 def iter_crops(
     photos: Iterable[LabelledPhoto], size: int, margin: float = 1.3
 ) -> Iterator[tuple[np.ndarray, int]]:
@@ -236,19 +259,37 @@ def match_detections(
     return out
 
 
+def outside_labelled_area(preds: list[Prediction], photo: LabelledPhoto) -> list[bool]:
+    """Per prediction, whether its centre lies outside the photo's
+    :func:`labelled_area` (where the labels cannot say whether it is right)."""
+    w, h = photo.size
+    area = labelled_area(photo.boxes, w, h)
+    out = []
+    for (x, y, bw, bh), _, _ in preds:
+        cx = min(max(int(x + bw / 2), 0), w - 1)
+        cy = min(max(int(y + bh / 2), 0), h - 1)
+        out.append(not area[cy, cx])
+    return out
+
+
 def tile_f1(
-    per_photo: Iterable[tuple[list[Prediction], LabelledPhoto]], labels: set[int] | None = None
+    per_photo: Iterable[tuple[list[Prediction], LabelledPhoto]],
+    labels: set[int] | None = None,
+    labelled_area_only: bool = False,
 ) -> dict[str, float]:
     """Tile-level precision, recall and F1 over photos (a labelled tile counts when a
-    detection of its label has IoU >= 0.5 with it), restricted to ``labels`` if given."""
+    detection of its label has IoU >= 0.5 with it), restricted to ``labels`` if given. With
+    ``labelled_area_only`` an unmatched detection outside the photo's labelled area is not
+    counted as false (see :func:`labelled_area`)."""
     tp = fp = fn = 0
     for preds, photo in per_photo:
         pairs = match_detections(preds, photo.boxes, photo.labels)
         hit = {j for _, j in pairs if j is not None}
+        silent = outside_labelled_area(preds, photo) if labelled_area_only else [False] * len(preds)
         for i, j in pairs:
             if labels is None or preds[i][1] in labels:
                 tp += j is not None
-                fp += j is None
+                fp += j is None and not silent[i]
         for j, tl in enumerate(photo.labels):
             if (labels is None or int(tl) in labels) and j not in hit:
                 fn += 1
