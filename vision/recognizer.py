@@ -423,7 +423,9 @@ class TileRecognizer:
         # a tile the finder is sure lies face down needs no reading (walls, concealed kongs)
         to_read = [i for i, f in enumerate(found) if f[3] < self.back_threshold]
         probs, placed = self._read(img, [found[i][0] for i in to_read])
-        read = dict(zip(to_read, probs, strict=True))
+        # each read tile's four likeliest labels, all tiles at once
+        ranked = np.argsort(-probs, axis=1)[:, :4] if len(probs) else np.zeros((0, 4), int)
+        read = {i: (probs[k], ranked[k].tolist()) for k, i in enumerate(to_read)}
         boxes = [f[0] for f in found]
         for i, box in zip(to_read, placed, strict=True):
             boxes[i] = box
@@ -439,13 +441,13 @@ class TileRecognizer:
                 continue
             box = boxes[i]
             quad, sideways = quad_of(box, angle)
-            p = read.get(i)
-            if p is None:
+            r = read.get(i)
+            if r is None:
                 best, confidence, alternatives = BACK, down, ()
             else:
-                order = np.argsort(-p)
-                best, confidence = int(order[0]), float(p[order[0]])
-                alternatives = tuple((int(k), float(p[k])) for k in order[1:4])
+                p, order = r
+                best, confidence = order[0], float(p[order[0]])
+                alternatives = tuple((k, float(p[k])) for k in order[1:])
             out.append(
                 TileDetection(
                     label=best,
@@ -460,7 +462,12 @@ class TileRecognizer:
             )
         if out:
             band = max(8.0, 0.6 * float(np.median([d.box[3] for d in out])))
-            out.sort(key=lambda d: (round(d.centre[1] / band), d.centre[0]))
+
+            def reading_order(d: TileDetection) -> tuple[int, float]:
+                cx, cy = d.centre
+                return round(cy / band), cx
+
+            out.sort(key=reading_order)
         return out
 
 
