@@ -16,6 +16,7 @@ from vision.labels import BACK
 
 torch = pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
 
+from vision.dataset import LabelledPhoto  # noqa: E402
 from vision.detection import box_iou  # noqa: E402
 from vision.recognizer import TileRecognizer, refine_box  # noqa: E402
 from vision.training import (  # noqa: E402
@@ -27,7 +28,9 @@ from vision.training import (  # noqa: E402
     TrainConfig,
     _augment_crops,
     _crop_from_quadless,
+    _finder_loss,
     _finder_targets,
+    _real_finder_sample,
     _rot90,
     _Sample,
     box_target,
@@ -63,6 +66,54 @@ def test_finder_targets_mark_centres():
     assert t["reg"][0, 2:4] == pytest.approx(np.log([3.0, 4.0]))
     assert t["reg"][0, 4:] == pytest.approx([-1.0, 0.0], abs=1e-6)  # cos 2θ, sin 2θ at 90°
     assert t["amask"].tolist() == [1.0, 0.0]  # no angle known for the second
+
+
+def test_finder_loss_says_nothing_where_the_labels_are_silent():
+    t_hm = torch.zeros(1, 2, 8, 8)
+    t_hm[0, 0, 2, 2] = 1.0  # one labelled tile
+    ind = torch.tensor([[2 * 8 + 2]])
+    t_reg = torch.zeros(1, 1, 6)
+    mask, amask = torch.ones(1, 1), torch.zeros(1, 1)
+    known = torch.ones(1, 8, 8)
+    known[0, 5:, 5:] = 0  # an unlabelled corner
+    quiet = torch.full((1, 2, 8, 8), -6.0)
+    quiet[0, 0, 2, 2] = 6.0
+    reg = torch.zeros(1, 6, 8, 8)
+
+    def loss(hm, kn):
+        return _finder_loss(hm, reg, t_hm, kn, ind, t_reg, mask, amask)[1]["focal"]
+
+    corner, row = quiet.clone(), quiet.clone()
+    corner[0, 0, 6, 6] = 6.0  # a peak in the unlabelled corner
+    row[0, 0, 2, 5] = 6.0  # a peak in the labelled part, where no tile is
+    assert loss(corner, known) == pytest.approx(loss(quiet, known))
+    assert loss(row, known) > loss(quiet, known) + 1
+    assert loss(corner, torch.ones(1, 8, 8)) > loss(quiet, known) + 1  # fully labelled
+
+
+def test_real_photo_samples_carry_their_labelled_area_with_them(tmp_path):
+    # green tiles labelled along the top, a red one nobody labelled in the far corner: after
+    # the sample's scaling, cropping and quarter turns the mask still covers the green and
+    # not the red
+    img = np.full((640, 640, 3), 60, np.uint8)
+    boxes = np.array([[40 + 45 * i, 40, 40, 50] for i in range(4)], np.float32)
+    for x, y, w, h in boxes.astype(int):
+        img[y : y + h, x : x + w] = (0, 255, 0)
+    img[480:530, 500:540] = (0, 0, 255)
+    cv2.imwrite(str(tmp_path / "p.png"), img)
+    photo = LabelledPhoto(tmp_path / "p.png", "p", (640, 640), boxes, np.arange(4))
+    for seed in range(12):
+        s = _real_finder_sample(photo, 320, np.random.default_rng(seed))
+        assert s.known is not None and s.known.shape == s.image.shape[:2]
+        g, r = (s.image[..., i].astype(int) for i in (1, 2))
+        assert s.known[(g > 200) & (r < 40)].all()
+        assert not s.known[(r > 200) & (g < 40)].any()
+        for x, y, w, h in s.boxes:  # the boxes turned with the picture too
+            cx, cy = int(x + w / 2), int(y + h / 2)
+            if 0 <= cx < 320 and 0 <= cy < 320:
+                assert g[cy, cx] > 200
+    plain = _real_finder_sample(photo, 320, np.random.default_rng(0), mask_unlabelled=False)
+    assert plain.known is None
 
 
 def test_quarter_turns_keep_boxes_on_their_tiles():
