@@ -14,7 +14,8 @@ Prints, on the held-out split of the real photos (sources never trained on):
 - the same for the peer on the kinds it knows (its 34 riichi kinds: flowers are left out of
   the truth for it), and ours on that same subset;
 - latency per 1280x960 table frame and per tile, and per 640x640 photo, ours and the peer's,
-  with their ratio;
+  with their ratio (frames: each model in a stretch over all frames, alternating for
+  ``--rounds`` rounds, the ratio of each round given too);
 - peak resident memory of a fresh process that loads the recogniser and reads a frame;
 - the table-frame figures (meld and flower accuracy per seat, through the whole table
   pipeline) from :func:`vision.table_eval.run` (the table pipeline's part of this benchmark),
@@ -175,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--frames", type=int, default=12, help="table frames to time")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per picture")
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="alternating rounds of frame timing (ours, peer)"
+    )
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--limit", type=int, help="only this many held-out photos (a quick look)")
     ap.add_argument("--table-frames", type=int, default=20, help="tables for the meld figures")
@@ -311,16 +315,23 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print()
     frames = table_frames(args.frames)
-    ft, pt, tiles = [], [], []
-    for img, _n in frames:
-        t, found = timed(rec.detect, img, repeat=args.repeat)
-        ft.append(t)
-        tiles.append(max(1, len(found)))
+    tiles = [max(1, len(rec.detect(img))) for img, _n in frames]
+    # each model reads all the frames in a stretch, in its steady state (switching models
+    # call by call slows both: their weights and thread pools evict each other), and the
+    # stretches alternate, round after round, so that drift in the machine's speed shows up
+    # as spread between rounds rather than as a bias against one of them
+    ft, pt, ratios = [], [], []
+    for _ in range(args.rounds):
+        ours_round = [timed(rec.detect, img, repeat=args.repeat)[0] for img, _n in frames]
+        ft.extend(ours_round)
         if use_peer:
-            t, _ = timed(peer_predict, img, repeat=args.repeat)
-            pt.append(t)
+            peer_round = [timed(peer_predict, img, repeat=args.repeat)[0] for img, _n in frames]
+            pt.extend(peer_round)
+            ratios.append(statistics.median(ours_round) / statistics.median(peer_round))
     frame_ms = statistics.median(ft) * 1000
-    per_tile = statistics.median([t / n for t, n in zip(ft, tiles, strict=True)]) * 1000
+    per_tile = (
+        statistics.median([t / n for t, n in zip(ft, tiles * args.rounds, strict=True)]) * 1000
+    )
     print(
         f"  1280x960 table frame: ours {frame_ms:.0f} ms "
         f"({statistics.median(tiles):.0f} tiles, {per_tile:.1f} ms per tile)",
@@ -329,9 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     figures["latency_ms"] = {"photo": our_photo * 1000, "frame": frame_ms, "per_tile": per_tile}
     if use_peer:
         peer_frame = statistics.median(pt) * 1000
-        print(f", peer {peer_frame:.0f} ms (ours / peer = {frame_ms / peer_frame:.2f})")
+        print(
+            f", peer {peer_frame:.0f} ms (ours / peer = {frame_ms / peer_frame:.2f}; "
+            f"by round {', '.join(f'{r:.2f}' for r in ratios)})"
+        )
         figures["latency_ms"].update(  # type: ignore[union-attr]
-            {"peer_photo": peer_photo * 1000, "peer_frame": peer_frame}
+            {"peer_photo": peer_photo * 1000, "peer_frame": peer_frame, "frame_ratios": ratios}
         )
     else:
         print()
