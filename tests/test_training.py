@@ -4,6 +4,7 @@ the manifest, read back by the runtime recogniser."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import cv2
 import numpy as np
@@ -34,6 +35,7 @@ from vision.training import (  # noqa: E402
     _rot90,
     _Sample,
     box_target,
+    boxes_at_found,
     build_classifier,
     build_finder,
     train,
@@ -114,6 +116,48 @@ def test_real_photo_samples_carry_their_labelled_area_with_them(tmp_path):
                 assert g[cy, cx] > 200
     plain = _real_finder_sample(photo, 320, np.random.default_rng(0), mask_unlabelled=False)
     assert plain.known is None
+
+
+def test_crops_move_to_the_found_box_that_overlaps_their_tile_most():
+    labelled = np.array([[0, 0, 40, 40], [40, 0, 40, 40], [200, 200, 30, 30]], np.float32)
+    found = np.array(
+        [
+            [45, 5, 30, 30],  # inside the second label: IoU 0.56
+            [5, 5, 30, 30],  # inside the first
+            [8, 8, 30, 30],  # the first again, less well: not used
+            [120, 0, 40, 40],  # no label there
+        ],
+        np.float32,
+    )
+    out = boxes_at_found(labelled, found)
+    assert out.tolist() == [[5, 5, 30, 30], [45, 5, 30, 30], [200, 200, 30, 30]]
+    assert boxes_at_found(labelled, found[:0]).tolist() == labelled.tolist()
+    # two loose labels over one tile: the one found box goes to one of them only
+    twins = np.array([[0, 0, 40, 40], [2, 0, 40, 40]], np.float32)
+    out = boxes_at_found(twins, np.array([[1, 0, 40, 40]], np.float32))
+    assert sorted(out.tolist()) == [[1, 0, 40, 40], [2, 0, 40, 40]]
+    assert boxes_at_found(labelled, found, min_iou=0.6).tolist() == labelled.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(*[st.integers(0, 200)] * 2, *[st.integers(4, 60)] * 2), max_size=8),
+    st.lists(st.tuples(*[st.integers(0, 200)] * 2, *[st.integers(4, 60)] * 2), max_size=8),
+)
+def test_found_boxes_replace_labels_one_to_one_and_only_where_they_overlap(lab, fnd):
+    labelled = np.array(lab, np.float32).reshape(-1, 4)
+    found = np.array(fnd, np.float32).reshape(-1, 4)
+    out = boxes_at_found(labelled, found)
+    assert out.shape == labelled.shape
+    used = Counter()
+    for a, b in zip(labelled, out, strict=True):
+        if (a != b).any():
+            assert any((f == b).all() for f in found)
+            assert box_iou(tuple(a), tuple(b)) >= 0.4 - 1e-6
+            used[tuple(b.tolist())] += 1
+    # no found box stands for two labelled ones (equal found boxes may stand for one each)
+    available = Counter(tuple(f.tolist()) for f in found)
+    assert all(n <= available[box] for box, n in used.items())
 
 
 def test_quarter_turns_keep_boxes_on_their_tiles():

@@ -73,6 +73,9 @@ class TrainConfig:
     """Teach the finder "no tile here" only inside a real photo's labelled area (see
     :func:`vision.dataset.labelled_area`): most photos leave the discards and walls unlabelled."""
     """How many times each real flower crop is shown per epoch (flowers are rare there)."""
+    crops_at_found_boxes: bool = True
+    """Cut the classifier's real crops at the finder's box where it finds the tile (as the
+    recogniser will), at the labelled box where it does not (:func:`boxes_at_found`)."""
     reuse_finder: Path | None = None
     """A model folder whose finder to keep (only the classifier is trained)."""
     reuse_classifier: Path | None = None
@@ -545,11 +548,15 @@ def _classifier_data(
     pool: list[_Sample],
     rng: np.random.Generator,
     extra: _Crops | None = None,
+    found: dict[Path, np.ndarray] | None = None,
 ) -> _Crops:
+    """The classifier's training crops: every real tile (at the box in ``found`` for its
+    photo where given, else at its labelled box), synthetic tiles and ``extra``."""
     crops, labels, aspects = [], [], []
     for photo in photos:
         img = photo.image()
-        for box, label in zip(photo.boxes, photo.labels, strict=True):
+        boxes = found.get(photo.path, photo.boxes) if found is not None else photo.boxes
+        for box, label in zip(boxes, photo.labels, strict=True):
             crop = _crop_from_quadless(img, box, None)
             repeat = cfg.real_flower_repeat if label >= 34 else 1
             crops.extend([crop] * repeat)
@@ -576,6 +583,61 @@ def _classifier_data(
     return _Crops(
         np.stack(crops), np.array(labels, np.int64), np.array(aspects, np.float32).reshape(-1, 2)
     )
+
+
+def boxes_at_found(labelled: np.ndarray, found: np.ndarray, min_iou: float = 0.4) -> np.ndarray:
+    """The labelled boxes (N x 4, x y w h), each replaced by the found box (M x 4) that
+    overlaps it most, pairs taken best overlap first, one found box per labelled one, at
+    least ``min_iou``; a labelled box with none keeps its own."""
+    out = np.array(labelled, np.float32).reshape(-1, 4).copy()
+    f = np.asarray(found, np.float32).reshape(-1, 4)
+    if len(out) == 0 or len(f) == 0:
+        return out
+    ax0, ay0 = out[:, 0, None], out[:, 1, None]
+    ax1, ay1 = ax0 + out[:, 2, None], ay0 + out[:, 3, None]
+    bx0, by0, bx1, by1 = f[:, 0], f[:, 1], f[:, 0] + f[:, 2], f[:, 1] + f[:, 3]
+    iw = np.clip(np.minimum(ax1, bx1) - np.maximum(ax0, bx0), 0, None)
+    ih = np.clip(np.minimum(ay1, by1) - np.maximum(ay0, by0), 0, None)
+    inter = iw * ih
+    union = out[:, 2, None] * out[:, 3, None] + f[:, 2] * f[:, 3] - inter
+    iou = inter / np.maximum(union, 1e-9)
+    used_l, used_f = set(), set()
+    for k in np.argsort(-iou, axis=None, kind="stable"):
+        i, j = divmod(int(k), len(f))
+        if iou[i, j] < min_iou:
+            break
+        if i in used_l or j in used_f:
+            continue
+        used_l.add(i)
+        used_f.add(j)
+        out[i] = f[j]
+    return out
+
+
+def _found_boxes(cfg: TrainConfig, photos, finder_file: Path) -> dict[Path, np.ndarray]:
+    """Per training photo, its labelled boxes with each tile the finder finds (one pass at
+    640 pixels, as the recogniser's first) at the finder's box (:func:`boxes_at_found`): the
+    recogniser cuts its crops at the finder's boxes, which are tighter than many labelled
+    ones, so the classifier learns on crops like those it will read."""
+    import onnxruntime as ort
+
+    from vision.recognizer import decode_finder
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = max(1, cfg.threads)
+    opts.log_severity_level = 3
+    session = ort.InferenceSession(str(finder_file), opts, providers=["CPUExecutionProvider"])
+    out, moved = {}, 0
+    for photo in photos:
+        x, scale = _finder_picture(photo.image())
+        hm, reg = session.run(None, {"image": x})
+        found = decode_finder(hm[0], reg[0], 0.3, scale, STRIDE)
+        boxes = boxes_at_found(photo.boxes, np.array([b for b, *_ in found], np.float32))
+        moved += int((boxes != photo.boxes).any(axis=1).sum())
+        out[photo.path] = boxes
+    total = sum(len(p.boxes) for p in photos)
+    cfg.log(f"classifier crops at the finder's boxes: {moved} of {total} real tiles")
+    return out
 
 
 def _augment_crops(
@@ -638,9 +700,20 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
 
     if cfg.reuse_finder is None:
         finder = _train_finder(cfg, train_photos, val_photos, pool + table_samples, rng)
+        # exported now: the classifier's real crops are cut where this finder finds the tiles
+        export_onnx(finder, None, cfg.out_dir)
+        finder_file = cfg.out_dir / FINDER_FILE
+    else:
+        finder_file = cfg.reuse_finder / FINDER_FILE
     if cfg.reuse_classifier is None:
+        # the validation crops too: the epoch kept is the one that reads such crops best
+        found = (
+            _found_boxes(cfg, train_photos + val_photos, finder_file)
+            if cfg.crops_at_found_boxes
+            else None
+        )
         classifier, cls_metrics = _train_classifier(
-            cfg, train_photos, val_photos, pool, rng, table_crops
+            cfg, train_photos, val_photos, pool, rng, table_crops, found
         )
     else:
         classifier = None
@@ -653,7 +726,7 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         finder = None
         finder_metrics = _reuse(cfg.reuse_finder, cfg.out_dir, "finder", (FINDER_FILE,))
 
-    export_onnx(finder, classifier, cfg.out_dir)
+    export_onnx(None, classifier, cfg.out_dir)  # the finder went out when it was trained
     manifest = {
         "format": 1,
         "finder": FINDER_FILE,
@@ -786,16 +859,9 @@ def _validate_finder(model, photos, cfg: TrainConfig) -> dict[str, float]:
     tp = fp = fn = 0
     with torch.no_grad():
         for photo in photos:
-            img = photo.image()
-            h, w = img.shape[:2]
-            s = 640 / max(h, w)
-            nw, nh = _mult32(w * s), _mult32(h * s)
-            inp = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA)
-            x = torch.from_numpy(inp.astype(np.float32).transpose(2, 0, 1)[None])
-            hm, reg = model(x)
-            found = decode_finder(
-                torch.sigmoid(hm).numpy()[0], reg.numpy()[0], 0.3, (w / nw, h / nh)
-            )
+            x, scale = _finder_picture(photo.image())
+            hm, reg = model(torch.from_numpy(x))
+            found = decode_finder(torch.sigmoid(hm).numpy()[0], reg.numpy()[0], 0.3, scale)
             matched = set()
             for box, *_ in found:
                 best, bj = 0.0, -1
@@ -826,13 +892,25 @@ def _mult32(v: float) -> int:
     return max(32, round(v / 32) * 32)
 
 
-def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=None):
+def _finder_picture(img: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
+    """A photo as the finder's input (1x3xHxW float32, 640 on its longer side, both sides
+    multiples of 32) and the scale back to the photo's pixels, as the recogniser's first
+    look takes it."""
+    h, w = img.shape[:2]
+    s = 640 / max(h, w)
+    nw, nh = _mult32(w * s), _mult32(h * s)
+    small = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA)
+    x = np.ascontiguousarray(small.transpose(2, 0, 1)[None], dtype=np.float32)
+    return x, (w / nw, h / nh)
+
+
+def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=None, found=None):
     torch = _torch()
-    data = _classifier_data(cfg, photos, pool, rng, extra)
+    data = _classifier_data(cfg, photos, pool, rng, extra, found)
     x_all, y_all = data.images, data.labels
     if val_photos:
         val = _classifier_data(
-            replace(cfg, synth_crops_max=0, real_flower_repeat=1), val_photos, [], rng
+            replace(cfg, synth_crops_max=0, real_flower_repeat=1), val_photos, [], rng, None, found
         )
         vx, vy = _centre_crops(val.images), val.labels
         # the box output is judged on windows as the finder's boxes give them: jittered
