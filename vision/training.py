@@ -69,10 +69,10 @@ class TrainConfig:
     synth_crops_max: int = 20000
     table_frames: int = 150
     real_flower_repeat: int = 4
+    """How many times each real flower crop is shown per epoch (flowers are rare there)."""
     mask_unlabelled: bool = True
     """Teach the finder "no tile here" only inside a real photo's labelled area (see
     :func:`vision.dataset.labelled_area`): most photos leave the discards and walls unlabelled."""
-    """How many times each real flower crop is shown per epoch (flowers are rare there)."""
     crops_at_found_boxes: bool = True
     """Cut the classifier's real crops at the finder's box where it finds the tile (as the
     recogniser will), at the labelled box where it does not (:func:`boxes_at_found`)."""
