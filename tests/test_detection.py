@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vision.detection import TileDetection, box_iou, box_of_quad
+from vision.detection import TileDetection, box_intersections, box_iou, box_of_quad
 from vision.labels import BACK
 
 
@@ -70,3 +70,18 @@ def test_iou_is_symmetric_and_bounded(a, b):
 
 def test_box_of_quad():
     assert box_of_quad(np.array([[1, 2], [5, 1], [6, 7], [0, 4]])) == (0.0, 1.0, 6.0, 6.0)
+
+
+_boxes = st.lists(st.tuples(*[st.integers(-50, 200)] * 2, *[st.integers(0, 80)] * 2), max_size=6)
+
+
+@given(_boxes, _boxes)
+def test_box_intersections_agree_with_box_iou_pair_by_pair(a, b):
+    inter = box_intersections(np.array(a).reshape(-1, 4), np.array(b).reshape(-1, 4))
+    assert inter.shape == (len(a), len(b))
+    for i, p in enumerate(a):
+        for j, q in enumerate(b):
+            union = p[2] * p[3] + q[2] * q[3] - inter[i, j]
+            expected = box_iou(p, q)
+            got = inter[i, j] / union if inter[i, j] > 0 and union > 0 else 0.0
+            assert got == pytest.approx(expected)

@@ -103,6 +103,20 @@ def box_iou(a: Box, b: Box) -> float:
     return float(inter / union) if union > 0 else 0.0
 
 
+def box_intersections(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Intersection areas of every box of ``a`` (N x 4, x y w h) with every box of ``b``
+    (M x 4), as an N x M array: the all-pairs form of :func:`box_iou`'s overlap."""
+    a = np.asarray(a, np.float64).reshape(-1, 4)
+    b = np.asarray(b, np.float64).reshape(-1, 4)
+    iw = np.minimum(a[:, 0, None] + a[:, 2, None], b[:, 0] + b[:, 2]) - np.maximum(
+        a[:, 0, None], b[:, 0]
+    )
+    ih = np.minimum(a[:, 1, None] + a[:, 3, None], b[:, 1] + b[:, 3]) - np.maximum(
+        a[:, 1, None], b[:, 1]
+    )
+    return np.clip(iw, 0, None) * np.clip(ih, 0, None)
+
+
 def box_of_quad(quad: np.ndarray) -> Box:
     """The axis-aligned box ``(x, y, w, h)`` enclosing an outline."""
     q = np.asarray(quad, dtype=np.float64).reshape(-1, 2)

@@ -33,7 +33,7 @@ import cv2
 import numpy as np
 
 from controller.errors import CameraError, ModelError
-from vision.detection import Box, TileDetection
+from vision.detection import Box, TileDetection, box_intersections
 from vision.labels import BACK, NUM_LABELS
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
@@ -131,14 +131,10 @@ def _nms(boxes: np.ndarray, iou: float, inside: float = 0.7) -> list[int]:
     """Greedy suppression of boxes (x, y, w, h) sorted best first: a box goes when its IoU
     with a better one passes ``iou``, or when a better one covers more than ``inside`` of it
     (a second peak on part of a large tile). Returns the kept indices."""
-    x0, y0 = boxes[:, 0], boxes[:, 1]
-    x1, y1 = x0 + boxes[:, 2], y0 + boxes[:, 3]
     area = boxes[:, 2] * boxes[:, 3]
     # all pairs at once (a frame has about a hundred peaks): row i says which boxes box i
     # suppresses; the greedy pass below then only walks the rows
-    iw = np.clip(np.minimum(x1[:, None], x1) - np.maximum(x0[:, None], x0), 0, None)
-    ih = np.clip(np.minimum(y1[:, None], y1) - np.maximum(y0[:, None], y0), 0, None)
-    inter = iw * ih
+    inter = box_intersections(boxes, boxes)
     over = (inter / np.maximum(area[:, None] + area - inter, 1e-9) > iou) | (
         inter / np.maximum(area, 1e-9) > inside
     )

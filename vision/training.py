@@ -593,12 +593,9 @@ def boxes_at_found(labelled: np.ndarray, found: np.ndarray, min_iou: float = 0.4
     f = np.asarray(found, np.float32).reshape(-1, 4)
     if len(out) == 0 or len(f) == 0:
         return out
-    ax0, ay0 = out[:, 0, None], out[:, 1, None]
-    ax1, ay1 = ax0 + out[:, 2, None], ay0 + out[:, 3, None]
-    bx0, by0, bx1, by1 = f[:, 0], f[:, 1], f[:, 0] + f[:, 2], f[:, 1] + f[:, 3]
-    iw = np.clip(np.minimum(ax1, bx1) - np.maximum(ax0, bx0), 0, None)
-    ih = np.clip(np.minimum(ay1, by1) - np.maximum(ay0, by0), 0, None)
-    inter = iw * ih
+    from vision.detection import box_intersections
+
+    inter = box_intersections(out, f)
     union = out[:, 2, None] * out[:, 3, None] + f[:, 2] * f[:, 3] - inter
     iou = inter / np.maximum(union, 1e-9)
     used_l, used_f = set(), set()
