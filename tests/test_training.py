@@ -38,6 +38,7 @@ from vision.training import (  # noqa: E402
     boxes_at_found,
     build_classifier,
     build_finder,
+    export_onnx,
     train,
 )
 
@@ -49,6 +50,36 @@ def test_networks_shapes():
     cls = build_classifier().eval()
     logits, emb, box = cls(torch.zeros(5, 3, CROP_SIZE, CROP_SIZE))
     assert logits.shape == (5, 43) and emb.shape == (5, EMBEDDING) and box.shape == (5, 4)
+
+
+def _with_running_statistics(model):
+    """The model in eval mode with BatchNorm statistics unlike any one picture's (as after
+    training), so that a module handed back in training mode answers differently."""
+    gen = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.rand(m.running_mean.shape, generator=gen) - 0.5)
+            m.running_var.copy_(torch.rand(m.running_var.shape, generator=gen) + 0.5)
+    return model.eval()
+
+
+def test_exporting_leaves_the_trained_networks_as_they_were(tmp_path):
+    # the training run exports the finder early and then validates it in torch: the export
+    # must not hand it back in training mode
+    finder = _with_running_statistics(build_finder())
+    cls = _with_running_statistics(build_classifier())
+    x = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(2)) * 255
+    crops = torch.rand(3, 3, CROP_SIZE, CROP_SIZE, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        hm, reg = finder(x)
+        logits = cls(crops * 255)[0]
+    export_onnx(finder, cls, tmp_path)
+    assert not any(m.training for m in finder.modules())
+    assert not any(m.training for m in cls.modules())
+    with torch.no_grad():
+        hm2, reg2 = finder(x)
+        logits2 = cls(crops * 255)[0]
+    assert torch.equal(hm, hm2) and torch.equal(reg, reg2) and torch.equal(logits, logits2)
 
 
 def test_finder_targets_mark_centres():

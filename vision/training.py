@@ -853,6 +853,7 @@ def _validate_finder(model, photos, cfg: TrainConfig) -> dict[str, float]:
     from vision.detection import box_iou
     from vision.recognizer import decode_finder
 
+    model.eval()
     tp = fp = fn = 0
     with torch.no_grad():
         for photo in photos:
@@ -1033,13 +1034,16 @@ def export_onnx(finder, classifier, out_dir: Path) -> None:
             return torch.sigmoid(hm), torch.cat([reg[:, :4], torch.tanh(reg[:, 4:])], 1)
 
     # the TorchScript exporter is chosen on purpose: the dynamo one needs onnxscript, and these
-    # plain convolutional networks export the same either way
+    # plain convolutional networks export the same either way. It puts the exported module
+    # back in the training mode it found it in, submodules included: the wrapper is made in
+    # eval mode so the finder inside is not handed back in training mode (BatchNorm would then
+    # use each picture's own statistics in any later torch-side use, as the validation does).
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         if finder is not None:
             finder.eval()
             torch.onnx.export(
-                FinderOut(finder),
+                FinderOut(finder).eval(),
                 (torch.zeros(1, 3, 320, 320),),
                 str(out_dir / FINDER_FILE),
                 input_names=["image"],
