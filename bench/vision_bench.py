@@ -11,6 +11,9 @@ Prints, on the held-out split of the real photos (sources never trained on):
 - the same with a tile found outside a photo's labelled area not counted as false (most
   photos label only the players' rows; see :func:`vision.dataset.labelled_area`), and the
   tile finder alone on that footing;
+- the labelled-area figures apart for photos whose labelled boxes cover their neighbours
+  (:func:`vision.dataset.label_overlap`: rotated copies, shifted or enlarged boxes, where a
+  detection that fits its tile can miss IoU 0.5) and for the rest;
 - the same for the peer on the kinds it knows (its 34 riichi kinds: flowers are left out of
   the truth for it), and ours on that same subset;
 - latency per 1280x960 table frame and per tile, and per 640x640 photo, ours and the peer's,
@@ -41,7 +44,13 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from vision.dataset import load_photos, match_detections, outside_labelled_area  # noqa: E402
+from vision.dataset import (  # noqa: E402
+    CROWDED_LABELS,
+    label_overlap,
+    load_photos,
+    match_detections,
+    outside_labelled_area,
+)
 from vision.labels import BACK, label_name  # noqa: E402
 from vision.recognizer import TileRecognizer  # noqa: E402
 
@@ -208,6 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     area_all = Tally("ours, all tiles", everything)
     area_flow = Tally("ours, flowers", flowers)
     area_finder = Tally("tile finding alone (any label)", {0})
+    # the same apart for photos whose labelled boxes cover their neighbours (rotated copies,
+    # shifted or enlarged boxes: see vision.dataset.label_overlap) and for the rest
+    by_fit = {
+        crowded: (
+            Tally("ours, all tiles", everything),
+            Tally("tile finding alone (any label)", {0}),
+            [0],
+        )
+        for crowded in (False, True)
+    }
     finder_hits = finder_truth = finder_found = 0
     # of the tiles found (any label), how each was read: right, wrong but flagged for the
     # players to confirm, or wrong without a flag (the silent misreads the product must avoid)
@@ -242,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         for tally in per_label.values():
             tally.add(preds, photo.labels, pairs, silent)
         area_finder.add(anyl, np.zeros(len(photo.labels), np.int64), pairs_any, silent)
+        fit_all, fit_finder, fit_photos = by_fit[label_overlap(photo.boxes) >= CROWDED_LABELS]
+        fit_all.add(preds, photo.labels, pairs, silent)
+        fit_finder.add(anyl, np.zeros(len(photo.labels), np.int64), pairs_any, silent)
+        fit_photos[0] += 1
         finder_truth += len(photo.labels)
         finder_found += len(preds)
         # the classifier alone, on the labelled boxes
@@ -298,6 +321,17 @@ def main(argv: list[str] | None = None) -> int:
     figures["accuracy_labelled_area"] = {
         t.name: t.figures() for t in (area_all, area_flow, area_finder)
     }
+    figures["accuracy_by_label_fit"] = {}
+    for crowded, (fit_all, fit_finder, fit_photos) in by_fit.items():
+        name = "labels covering their neighbours" if crowded else "labels apart"
+        cover = f">= {CROWDED_LABELS}" if crowded else f"< {CROWDED_LABELS}"
+        print(f"  photos with {name} (median cover {cover}): {fit_photos[0]} photos")
+        for tally in (fit_all, fit_finder):
+            print("  " + tally.line())
+        figures["accuracy_by_label_fit"][name] = {
+            "photos": fit_photos[0],
+            **{t.name: t.figures() for t in (fit_all, fit_finder)},
+        }
     worst = sorted(per_label.values(), key=lambda t: t.figures()["f1"])[:6]
     weakest = ", ".join(f"{t.name} {t.figures()['f1']:.2f}" for t in worst)
     print(f"  weakest labels (labelled area): {weakest}")

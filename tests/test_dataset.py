@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from controller.errors import ModelError
 from controller.rules.tiles import Tile
 from vision.dataset import (
+    CROWDED_LABELS,
     ROBOFLOW_CODES,
     ROBOFLOW_TO_LABEL,
     SPLITS,
     LabelledPhoto,
+    label_overlap,
     labelled_area,
     load_photos,
     match_detections,
@@ -162,3 +164,28 @@ def test_tile_f1_over_the_labelled_area_ignores_only_far_unmatched_finds():
     area = tile_f1([(preds, photo)], labelled_area_only=True)
     assert plain["precision"] == pytest.approx(1 / 3) and area["precision"] == pytest.approx(0.5)
     assert plain["recall"] == area["recall"] == pytest.approx(0.5)
+
+
+def test_label_overlap_tells_tiles_side_by_side_from_boxes_that_take_in_neighbours():
+    row = np.array([[10 + 32 * i, 20, 30, 40] for i in range(6)], np.float32)
+    assert label_overlap(row) == 0.0
+    assert label_overlap(row[:1]) == 0.0 and label_overlap(np.zeros((0, 4))) == 0.0
+    # the same tiles with boxes twice their size about the same centres
+    grown = row + np.array([-15, -20, 30, 40], np.float32)
+    assert label_overlap(grown) >= CROWDED_LABELS
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 500), st.floats(0, 500), st.floats(1, 80), st.floats(1, 80)),
+        max_size=12,
+    ),
+    st.floats(0.1, 10),
+    st.floats(-300, 300),
+)
+def test_label_overlap_is_a_share_and_ignores_where_and_how_big(boxes, scale, shift):
+    b = np.array(boxes, np.float32).reshape(-1, 4)
+    v = label_overlap(b)
+    assert 0.0 <= v <= 1.0 + 1e-6
+    moved = b * scale + np.array([shift, shift, 0, 0], np.float32)
+    assert label_overlap(moved) == pytest.approx(v, abs=1e-3)
