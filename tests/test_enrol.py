@@ -166,3 +166,19 @@ def test_enrol_command_errors(tmp_path, capsys):
     assert "row 1 has 3 tiles found" in capsys.readouterr().err
     assert main(["enrol", "--out", str(tmp_path / "o")]) == 2
     assert "give photos" in capsys.readouterr().err
+
+
+def test_embed_views_embeds_every_tile_in_every_view(rec, tmp_path):
+    _grid_photo(tmp_path / "g.png", [[0, 9, 18]], seed=3)
+    img = cv2.imread(str(tmp_path / "g.png"))
+    boxes = [d.box for d in rec.detect(img)]
+    assert len(boxes) == 3
+    emb = enrol.embed_views(rec, img, boxes)
+    views = len(emb) // len(boxes)
+    assert len(emb) == views * len(boxes) and views > 1
+    # the first view is the photo as taken
+    np.testing.assert_allclose(emb[: len(boxes)], rec.embed(img, boxes), rtol=1e-5, atol=1e-5)
+    # a view's turned copy of a tile embeds close to the tile as taken, not to its neighbour
+    turned = emb[3 * len(boxes) : 4 * len(boxes)]
+    d = np.linalg.norm(turned[:, None] - emb[None, : len(boxes)], axis=2)
+    assert (d.argmin(axis=1) == np.arange(len(boxes))).all()

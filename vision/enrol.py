@@ -224,11 +224,16 @@ def embeddings_of(
         by_image.setdefault(s.image, []).append(s)
     xs, ys = [], []
     for path, group in by_image.items():
-        img = read_image(path)
-        for view, boxes in _augmented_views(img, [s.box for s in group]):
-            xs.append(recognizer.embed(view, boxes))
-            ys.extend(s.label for s in group)
+        emb = embed_views(recognizer, read_image(path), [s.box for s in group])
+        xs.append(emb)
+        ys.extend([s.label for s in group] * (len(emb) // len(group)))
     return np.concatenate(xs), np.array(ys, np.int64)
+
+
+def embed_views(recognizer: TileRecognizer, img: np.ndarray, boxes: list[Box]) -> np.ndarray:
+    """Embeddings of the tiles at ``boxes`` in a picture, in every augmented view: one row
+    per tile per view, view after view (the tiles' order repeats)."""
+    return np.concatenate([recognizer.embed(v, b) for v, b in _augmented_views(img, boxes)])
 
 
 def base_head(model_dir: Path) -> tuple[np.ndarray, np.ndarray]:

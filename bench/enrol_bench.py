@@ -1,0 +1,163 @@
+"""Benchmark of enrolment (``mahjong-table enrol``) on the held-out real photos: what showing
+the model a set's own tiles once is worth when it reads those tiles again.
+
+    python bench/enrol_bench.py [--data ../shared/data] [--model DIR] [--split held_out]
+
+Each source photo of the split comes as three copies (the dataset's augmentations: turned,
+cropped, recoloured). For every source and every copy of it, the classifier's last layer is
+refitted on that copy's tiles exactly as ``mahjong-table enrol`` refits it: at the
+recogniser's own boxes, each tile it finds given its labelled tile's label (as the user checks
+them against the grid's layout), embedded in every view (:func:`vision.enrol.embed_views`),
+fitted from the model's ``base_head.npz`` (:func:`vision.enrol.fit_head`). The source's other
+copies are then read through the whole recogniser with the trained head and with the refitted
+one. Printed for both:
+
+- of the tiles found (IoU >= 0.5 with a labelled tile, any label), the share read right, all
+  tiles and flowers apart;
+- end to end: tile-level F1 over each photo's labelled area (as in ``bench/vision_bench.py``),
+  all tiles and flowers apart.
+
+What this measures is an optimistic case of enrolment: the tiles read afterwards are the very
+tiles enrolled, in another copy of the same photo (same light, same camera), and only the
+labels in that photo are enrolled. A real enrolment shows all 42 faces in a grid photographed
+separately from the table. Each photo is read once per other copy of its source, with both
+heads, so the two columns count the same readings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from vision.dataset import load_photos, match_detections, outside_labelled_area  # noqa: E402
+from vision.enrol import base_head, embed_views, fit_head  # noqa: E402
+from vision.recognizer import TileRecognizer  # noqa: E402
+from vision.training import MANIFEST_FILE  # noqa: E402
+
+FLOWERS = 34  # labels from here on are the eight flowers
+
+
+def found_tiles(preds, photo) -> list[tuple[tuple[float, float, float, float], int]]:
+    """The detections that found a labelled tile (IoU >= 0.5, any label), each with that
+    tile's label."""
+    anyl = [(b, 0, c) for b, _, c in preds]
+    pairs = match_detections(anyl, photo.boxes, np.zeros(len(photo.labels), np.int64))
+    return [(preds[i][0], int(photo.labels[j])) for i, j in pairs if j is not None]
+
+
+class Counts:
+    """Tiles found and read right, and end-to-end matches, for one head."""
+
+    def __init__(self) -> None:
+        self.read = np.zeros(4, np.int64)  # right, tiles found, flowers right, flowers found
+        self.tiles = np.zeros(6, np.int64)  # tp, fp, fn; the same for flowers
+
+    def add(self, preds, photo) -> None:
+        """Count one reading of a photo."""
+        # reading: of the tiles found (any label), how many were read as their label
+        anyl = [(b, 0, c) for b, _, c in preds]
+        for i, j in match_detections(anyl, photo.boxes, np.zeros(len(photo.labels), np.int64)):
+            if j is not None:
+                truth = int(photo.labels[j])
+                right = int(preds[i][1] == truth)
+                self.read += [right, 1, right * (truth >= FLOWERS), int(truth >= FLOWERS)]
+        pairs = match_detections(preds, photo.boxes, photo.labels)
+        silent = outside_labelled_area(preds, photo)
+        hit = {j for _, j in pairs if j is not None}
+        for i, j in pairs:
+            flower = preds[i][1] >= FLOWERS
+            if j is not None:
+                self.tiles[[0, 3] if flower else [0]] += 1
+            elif not silent[i]:
+                self.tiles[[1, 4] if flower else [1]] += 1
+        for j, label in enumerate(photo.labels):
+            if j not in hit:
+                self.tiles[[2, 5] if label >= FLOWERS else [2]] += 1
+
+    def figures(self) -> dict[str, float]:
+        def f1(tp: int, fp: int, fn: int) -> dict[str, float]:
+            p, r = tp / max(1, tp + fp), tp / max(1, tp + fn)
+            return {"precision": p, "recall": r, "f1": 2 * p * r / max(1e-9, p + r)}
+
+        return {
+            "reading": self.read[0] / max(1, self.read[1]),
+            "reading_flowers": self.read[2] / max(1, self.read[3]),
+            "tiles": f1(*self.tiles[:3]),
+            "flowers": f1(*self.tiles[3:]),
+            "readings": int(self.read[1]),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--model", type=Path, default=REPO / "vision" / "models")
+    ap.add_argument("--split", default="held_out")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--limit", type=int, help="only this many sources (a quick look)")
+    ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = ap.parse_args(argv)
+
+    if (args.model / "head.npz").exists():
+        ap.error(f"{args.model} is already enrolled: give the model it was enrolled from")
+    rec = TileRecognizer(args.model, threads=args.threads)
+    w0, b0 = (a.astype(np.float32) for a in base_head(args.model))
+    by_source = defaultdict(list)
+    for photo in load_photos(args.data / "real-photos", [args.split]):
+        by_source[photo.source].append(photo)
+    sources = [g for g in by_source.values() if len(g) > 1][: args.limit]
+    print(
+        f"{args.split} real photos: {sum(len(g) for g in sources)} copies of "
+        f"{len(sources)} source photos; model {args.model}"
+    )
+    counts = {"trained head": Counts(), "enrolled head": Counts()}
+    t0 = time.time()
+    for group in sources:
+        images = [p.image() for p in group]
+        rec.head = (w0, b0)
+        base = [[(d.box, d.label, d.confidence) for d in rec.detect(img)] for img in images]
+        for k, enrolled in enumerate(group):
+            # as `mahjong-table enrol` does: the recogniser's own boxes, each given the label
+            # of the tile it found (there the user checks them against the grid's layout)
+            found = found_tiles(base[k], enrolled)
+            if not found:
+                continue
+            emb = embed_views(rec, images[k], [box for box, _ in found])
+            labels = np.tile([label for _, label in found], len(emb) // len(found))
+            head = fit_head(emb, labels, w0, b0)
+            for t, photo in enumerate(group):
+                if t == k:
+                    continue
+                rec.head = head
+                preds = [(d.box, d.label, d.confidence) for d in rec.detect(images[t])]
+                rec.head = (w0, b0)
+                counts["trained head"].add(base[t], photo)
+                counts["enrolled head"].add(preds, photo)
+
+    manifest = json.loads((args.model / MANIFEST_FILE).read_text())
+    figures = {name: c.figures() for name, c in counts.items()}
+    print(f"({time.time() - t0:.0f} s; finder threshold {manifest['finder_threshold']})")
+    head = ("tiles found read right", "flowers", "end-to-end F1", "flowers")
+    print(f"{'':<16}{head[0]:>24}{head[1]:>9}{head[2]:>15}{head[3]:>9}")
+    for name, f in figures.items():
+        print(
+            f"{name:<16}{f['reading']:>24.3f}{f['reading_flowers']:>9.3f}"
+            f"{f['tiles']['f1']:>15.3f}{f['flowers']['f1']:>9.3f}"
+        )
+    print(f"tiles found per column: {figures['trained head']['readings']}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
