@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -71,6 +72,34 @@ def test_fit_head_learns_separable_embeddings():
     assert enrol.accuracy(emb, labels, w, b) == 1.0
     with pytest.raises(enrol.EnrolError):
         enrol.fit_head(emb[:0], labels[:0], w0, b0)
+
+
+def _photo(name, centres, labels, shown, rng, views=3):
+    """Synthetic enrolment embeddings: the tiles ``labels`` (embedded near their label's
+    centre) in ``views`` views, labelled ``shown`` (what the user's labels say)."""
+    x = np.concatenate([centres[labels] + rng.normal(0, 0.1, centres[labels].shape)
+                        for _ in range(views)])  # fmt: skip
+    return enrol.PhotoEmbeddings(Path(name), x, np.tile(shown, views), len(labels))
+
+
+def test_cross_photo_check_reads_each_photo_with_the_others_fit():
+    rng = np.random.default_rng(1)
+    centres = rng.normal(0, 1, (NUM_LABELS, 16))
+    every = np.arange(NUM_LABELS)
+    # a trained head that reads the first half of the labels, and mixes up the rest
+    seen = np.repeat(every[:20], 4)
+    w0, b0 = enrol.fit_head(centres[seen] + rng.normal(0, 0.1, (len(seen), 16)), seen,
+                            np.zeros((16, NUM_LABELS)), np.zeros(NUM_LABELS))  # fmt: skip
+    a = _photo("a.png", centres, every, every, rng)
+    b = _photo("b.png", centres, every, every, rng)
+    before, after = enrol.cross_photo_accuracy([a, b], w0, b0)
+    assert before < 0.7 and after == 1.0
+    assert enrol.cross_photo_accuracy([a], w0, b0) is None
+    # a second photo labelled wrongly (every label one off): each photo's reading by the
+    # other's fit is now worse than the trained head's, and the check shows it
+    wrong = _photo("w.png", centres, every, (every + 1) % 42, rng)
+    before, after = enrol.cross_photo_accuracy([a, wrong], w0, b0)
+    assert after < before
 
 
 def test_enrol_own_set_end_to_end(tmp_path, rec):
@@ -155,8 +184,25 @@ def test_enrol_command(tmp_path, capsys):
     assert (out / "head.npz").is_file() and (out / "finder.onnx").is_file()
     info = json.loads((out / "enrolment.json").read_text())
     assert info["tiles"] == 16
-    assert "enrolled model written" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "enrolled model written" in printed and "no photo to check it on" in printed
     assert main(["detect", str(photo), "--model", str(out), "--json"]) == 0
+
+
+def test_enrol_command_checks_each_photo_with_the_others_fit(tmp_path, capsys):
+    layout = "123456789s / ESWNCFP"
+    rows = enrol.parse_layout(layout)
+    photos = [tmp_path / "one.png", tmp_path / "two.png"]
+    for seed, photo in enumerate(photos, start=6):
+        _grid_photo(photo, rows, seed=seed)
+    out = tmp_path / "own"
+    assert main(["enrol", *map(str, photos), "--layout", layout, "--out", str(out)]) == 0
+    info = json.loads((out / "enrolment.json").read_text())
+    assert len(info["photos"]) == 2
+    assert 0.0 <= info["photo_left_out_before"] <= 1.0
+    assert info["photo_left_out_after"] >= 0.9  # same set, same light: it reads the other one
+    printed = capsys.readouterr()
+    assert "left out of the fit" in printed.out and "warning" not in printed.err
 
 
 def test_enrol_command_errors(tmp_path, capsys):

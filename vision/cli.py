@@ -182,6 +182,7 @@ def train_command(args: argparse.Namespace) -> int:
 
 def enrol_command(args: argparse.Namespace) -> int:
     import cv2
+    import numpy as np
 
     from vision import enrol
     from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
@@ -211,25 +212,42 @@ def enrol_command(args: argparse.Namespace) -> int:
     if args.check_only:
         return EXIT_OK
     weight, bias = enrol.base_head(rec.model_dir)
-    emb, labels = enrol.embeddings_of(rec, samples)
+    groups = enrol.embeddings_by_photo(rec, samples)
+    emb = np.concatenate([g.views for g in groups])
+    labels = np.concatenate([g.labels for g in groups])
     before = enrol.accuracy(emb, labels, weight, bias)
     new_w, new_b = enrol.fit_head(emb, labels, weight, bias)
     after = enrol.accuracy(emb, labels, new_w, new_b)
-    enrol.save_enrolled(
-        rec.model_dir,
-        out,
-        new_w,
-        new_b,
-        {
-            "base_model": str(rec.model_dir),
-            "tiles": len(samples),
-            "photos": sorted({str(s.image) for s in samples}),
-            "accuracy_before": round(before, 4),
-            "accuracy_after": round(after, 4),
-        },
-    )
+    cross = enrol.cross_photo_accuracy(groups, weight, bias)
+    info = {
+        "base_model": str(rec.model_dir),
+        "tiles": len(samples),
+        "photos": sorted({str(s.image) for s in samples}),
+        "accuracy_before": round(before, 4),
+        "accuracy_after": round(after, 4),
+    }
+    if cross is not None:
+        info["photo_left_out_before"], info["photo_left_out_after"] = (round(v, 4) for v in cross)
+    enrol.save_enrolled(rec.model_dir, out, new_w, new_b, info)
     print(
         f"enrolled model written to {out}: it reads {after:.1%} of your tiles' views "
         f"(the model before: {before:.1%}). Use it with --model {out}."
     )
+    if cross is None:
+        print(
+            "With one photo there is no photo to check it on: enrol two or more (other light, "
+            "other places on the table) to see how it reads a photo it did not learn from."
+        )
+    else:
+        print(
+            f"Each photo left out of the fit and read by the others' fit: {cross[1]:.1%} right "
+            f"(the model before: {cross[0]:.1%})."
+        )
+        if cross[1] < cross[0]:
+            print(
+                "warning: on photos it did not learn from, the enrolled model reads your tiles "
+                "worse than the model it adapts: keep that model, or enrol more photos of the "
+                "set in the table's own light",
+                file=sys.stderr,
+            )
     return EXIT_OK

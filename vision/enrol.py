@@ -23,6 +23,7 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -219,15 +220,64 @@ def embeddings_of(
     recognizer: TileRecognizer, samples: list[EnrolSample]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Embeddings (and labels) of every sample in every augmented view."""
+    groups = embeddings_by_photo(recognizer, samples)
+    return np.concatenate([g.views for g in groups]), np.concatenate([g.labels for g in groups])
+
+
+@dataclass(frozen=True)
+class PhotoEmbeddings:
+    """One enrolment photo's tiles: ``views`` (every tile in every augmented view, view after
+    view) with their ``labels``; the first ``tiles`` rows are the photo as taken."""
+
+    image: Path
+    views: np.ndarray
+    labels: np.ndarray
+    tiles: int
+
+
+def embeddings_by_photo(
+    recognizer: TileRecognizer, samples: list[EnrolSample]
+) -> list[PhotoEmbeddings]:
+    """The samples' embeddings (:func:`embed_views`), photo by photo."""
     by_image: dict[Path, list[EnrolSample]] = {}
     for s in samples:
         by_image.setdefault(s.image, []).append(s)
-    xs, ys = [], []
+    out = []
     for path, group in by_image.items():
         emb = embed_views(recognizer, read_image(path), [s.box for s in group])
-        xs.append(emb)
-        ys.extend([s.label for s in group] * (len(emb) // len(group)))
-    return np.concatenate(xs), np.array(ys, np.int64)
+        labels = np.array([s.label for s in group] * (len(emb) // len(group)), np.int64)
+        out.append(PhotoEmbeddings(path, emb, labels, len(group)))
+    return out
+
+
+def cross_photo_accuracy(
+    groups: list[PhotoEmbeddings], weight: np.ndarray, bias: np.ndarray, **fit: Any
+) -> tuple[float, float] | None:
+    """How enrolment reads tiles in a photo it did not learn from: for each photo, the head
+    is refitted (:func:`fit_head`, with ``fit``'s settings) on all the other photos and reads
+    that photo's tiles as taken. Returns the share read right by the trained head and by
+    the refitted ones, over all photos' tiles; None with fewer than two photos.
+
+    The accuracy on the enrolled tiles themselves cannot show a refit that learnt one photo's
+    light or framing rather than the set (on real photos that happens: see
+    ``bench/enrol_bench.py``); this can."""
+    if len(groups) < 2:
+        return None
+    right_before = right_after = tiles = 0
+    for i, held in enumerate(groups):
+        rest = [g for j, g in enumerate(groups) if j != i]
+        w, b = fit_head(
+            np.concatenate([g.views for g in rest]),
+            np.concatenate([g.labels for g in rest]),
+            weight,
+            bias,
+            **fit,
+        )
+        x, y = held.views[: held.tiles], held.labels[: held.tiles]
+        right_before += int(((x @ weight + bias).argmax(axis=1) == y).sum())
+        right_after += int(((x @ w + b).argmax(axis=1) == y).sum())
+        tiles += held.tiles
+    return right_before / max(1, tiles), right_after / max(1, tiles)
 
 
 def embed_views(recognizer: TileRecognizer, img: np.ndarray, boxes: list[Box]) -> np.ndarray:
