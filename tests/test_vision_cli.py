@@ -76,7 +76,13 @@ def test_train_without_data(tmp_path, capsys):
 def test_train_tiny(tmp_path, shared_data, capsys):
     pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
     out = tmp_path / "m"
-    code = main(["train", "--preset", "tiny", "--data", str(shared_data), "--out", str(out)])
+    code = main(
+        ["train", "--preset", "tiny", "--data", str(shared_data), "--out", str(out),
+         "--classifier-epochs", "2"]
+    )  # fmt: skip
     assert code == 0
-    assert "model written to" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "model written to" in printed and "classifier epoch 2/2" in printed
+    config = json.loads((out / "model.json").read_text())["training"]["config"]
+    assert config["classifier_epochs"] == 2
     assert main(["detect", "--model", str(out), "--json", str(shared_data / "README.md")]) == 2

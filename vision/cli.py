@@ -49,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "(default: vision/models, the committed model)")  # fmt: skip
     t.add_argument("--preset", choices=("full", "tiny"), default="full")
     t.add_argument("--finder-epochs", type=int, help="override the preset's finder epochs")
+    t.add_argument("--classifier-epochs", type=int, help="override the preset's classifier epochs")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=None, help="CPU threads (default 2)")
     t.add_argument("--reuse-finder", type=Path, metavar="MODEL_DIR", help="keep this model's "
@@ -173,6 +174,7 @@ def train_command(args: argparse.Namespace) -> int:
         reuse_finder=args.reuse_finder,
         reuse_classifier=args.reuse_classifier,
         **({"finder_epochs": args.finder_epochs} if args.finder_epochs else {}),
+        **({"classifier_epochs": args.classifier_epochs} if args.classifier_epochs else {}),
         log=lambda msg: print(msg, flush=True),
     )
     manifest = train(cfg)
