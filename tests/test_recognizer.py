@@ -156,6 +156,15 @@ def _copy_model(tmp_path):
     return dst
 
 
+def test_sessions_do_not_busy_wait_between_runs(rec):
+    # the two models' thread pools run in turn on a small computer shared with the rest of
+    # the table: one left spinning after its run takes the cores the other one needs
+    for session in (rec._finder, rec._classifier):
+        options = session.get_session_options()
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+        assert options.intra_op_num_threads == 2
+
+
 def test_missing_model(tmp_path):
     with pytest.raises(ModelError, match="no model folder"):
         TileRecognizer(tmp_path / "nowhere")
