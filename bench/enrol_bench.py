@@ -32,69 +32,48 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from vision.dataset import load_photos, match_detections, outside_labelled_area  # noqa: E402
+from vision.dataset import (  # noqa: E402
+    LabelledPhoto,
+    Prediction,
+    load_photos,
+    match_detections,
+    tile_f1,
+)
 from vision.enrol import base_head, embed_views, fit_head  # noqa: E402
+from vision.labels import BACK  # noqa: E402
 from vision.recognizer import TileRecognizer  # noqa: E402
-from vision.training import MANIFEST_FILE  # noqa: E402
 
 FLOWERS = 34  # labels from here on are the eight flowers
 
 
-def found_tiles(preds, photo) -> list[tuple[tuple[float, float, float, float], int]]:
+def found_tiles(preds, photo) -> list[tuple[Prediction, int]]:
     """The detections that found a labelled tile (IoU >= 0.5, any label), each with that
     tile's label."""
     anyl = [(b, 0, c) for b, _, c in preds]
     pairs = match_detections(anyl, photo.boxes, np.zeros(len(photo.labels), np.int64))
-    return [(preds[i][0], int(photo.labels[j])) for i, j in pairs if j is not None]
+    return [(preds[i], int(photo.labels[j])) for i, j in pairs if j is not None]
 
 
-class Counts:
-    """Tiles found and read right, and end-to-end matches, for one head."""
-
-    def __init__(self) -> None:
-        self.read = np.zeros(4, np.int64)  # right, tiles found, flowers right, flowers found
-        self.tiles = np.zeros(6, np.int64)  # tp, fp, fn; the same for flowers
-
-    def add(self, preds, photo) -> None:
-        """Count one reading of a photo."""
-        # reading: of the tiles found (any label), how many were read as their label
-        anyl = [(b, 0, c) for b, _, c in preds]
-        for i, j in match_detections(anyl, photo.boxes, np.zeros(len(photo.labels), np.int64)):
-            if j is not None:
-                truth = int(photo.labels[j])
-                right = int(preds[i][1] == truth)
-                self.read += [right, 1, right * (truth >= FLOWERS), int(truth >= FLOWERS)]
-        pairs = match_detections(preds, photo.boxes, photo.labels)
-        silent = outside_labelled_area(preds, photo)
-        hit = {j for _, j in pairs if j is not None}
-        for i, j in pairs:
-            flower = preds[i][1] >= FLOWERS
-            if j is not None:
-                self.tiles[[0, 3] if flower else [0]] += 1
-            elif not silent[i]:
-                self.tiles[[1, 4] if flower else [1]] += 1
-        for j, label in enumerate(photo.labels):
-            if j not in hit:
-                self.tiles[[2, 5] if label >= FLOWERS else [2]] += 1
-
-    def figures(self) -> dict[str, float]:
-        def f1(tp: int, fp: int, fn: int) -> dict[str, float]:
-            p, r = tp / max(1, tp + fp), tp / max(1, tp + fn)
-            return {"precision": p, "recall": r, "f1": 2 * p * r / max(1e-9, p + r)}
-
-        return {
-            "reading": self.read[0] / max(1, self.read[1]),
-            "reading_flowers": self.read[2] / max(1, self.read[3]),
-            "tiles": f1(*self.tiles[:3]),
-            "flowers": f1(*self.tiles[3:]),
-            "readings": int(self.read[1]),
-        }
+def figures(readings: list[tuple[list[Prediction], LabelledPhoto]]) -> dict[str, Any]:
+    """One head's readings: of the tiles found, the share read right (flowers apart), and
+    tile-level figures over the labelled area (:func:`vision.dataset.tile_f1`)."""
+    found = [(p[1], truth) for preds, photo in readings for p, truth in found_tiles(preds, photo)]
+    right = [label == truth for label, truth in found]
+    flower_right = [label == truth for label, truth in found if truth >= FLOWERS]
+    return {
+        "reading": sum(right) / max(1, len(right)),
+        "reading_flowers": sum(flower_right) / max(1, len(flower_right)),
+        "tiles": tile_f1(readings, labelled_area_only=True),
+        "flowers": tile_f1(readings, labels=set(range(FLOWERS, BACK)), labelled_area_only=True),
+        "readings": len(right),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.split} real photos: {sum(len(g) for g in sources)} copies of "
         f"{len(sources)} source photos; model {args.model}"
     )
-    counts = {"trained head": Counts(), "enrolled head": Counts()}
+    readings: dict[str, list[tuple[list[Prediction], LabelledPhoto]]] = {
+        "trained head": [],
+        "enrolled head": [],
+    }
     t0 = time.time()
     for group in sources:
         images = [p.image() for p in group]
@@ -131,31 +113,29 @@ def main(argv: list[str] | None = None) -> int:
             found = found_tiles(base[k], enrolled)
             if not found:
                 continue
-            emb = embed_views(rec, images[k], [box for box, _ in found])
-            labels = np.tile([label for _, label in found], len(emb) // len(found))
+            emb = embed_views(rec, images[k], [p[0] for p, _ in found])
+            labels = np.tile([truth for _, truth in found], len(emb) // len(found))
             head = fit_head(emb, labels, w0, b0)
+            rec.head = head
             for t, photo in enumerate(group):
-                if t == k:
-                    continue
-                rec.head = head
-                preds = [(d.box, d.label, d.confidence) for d in rec.detect(images[t])]
-                rec.head = (w0, b0)
-                counts["trained head"].add(base[t], photo)
-                counts["enrolled head"].add(preds, photo)
+                if t != k:
+                    preds = [(d.box, d.label, d.confidence) for d in rec.detect(images[t])]
+                    readings["trained head"].append((base[t], photo))
+                    readings["enrolled head"].append((preds, photo))
+            rec.head = (w0, b0)
 
-    manifest = json.loads((args.model / MANIFEST_FILE).read_text())
-    figures = {name: c.figures() for name, c in counts.items()}
-    print(f"({time.time() - t0:.0f} s; finder threshold {manifest['finder_threshold']})")
+    results = {name: figures(r) for name, r in readings.items()}
+    print(f"({time.time() - t0:.0f} s; finder threshold {rec.finder_threshold})")
     head = ("tiles found read right", "flowers", "end-to-end F1", "flowers")
     print(f"{'':<16}{head[0]:>24}{head[1]:>9}{head[2]:>15}{head[3]:>9}")
-    for name, f in figures.items():
+    for name, f in results.items():
         print(
             f"{name:<16}{f['reading']:>24.3f}{f['reading_flowers']:>9.3f}"
             f"{f['tiles']['f1']:>15.3f}{f['flowers']['f1']:>9.3f}"
         )
-    print(f"tiles found per column: {figures['trained head']['readings']}")
+    print(f"tiles found per column: {results['trained head']['readings']}")
     if args.json:
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 

@@ -184,7 +184,6 @@ def train_command(args: argparse.Namespace) -> int:
 
 def enrol_command(args: argparse.Namespace) -> int:
     import cv2
-    import numpy as np
 
     from vision import enrol
     from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
@@ -215,8 +214,7 @@ def enrol_command(args: argparse.Namespace) -> int:
         return EXIT_OK
     weight, bias = enrol.base_head(rec.model_dir)
     groups = enrol.embeddings_by_photo(rec, samples)
-    emb = np.concatenate([g.views for g in groups])
-    labels = np.concatenate([g.labels for g in groups])
+    emb, labels = enrol.stacked(groups)
     before = enrol.accuracy(emb, labels, weight, bias)
     new_w, new_b = enrol.fit_head(emb, labels, weight, bias)
     after = enrol.accuracy(emb, labels, new_w, new_b)

@@ -220,7 +220,11 @@ def embeddings_of(
     recognizer: TileRecognizer, samples: list[EnrolSample]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Embeddings (and labels) of every sample in every augmented view."""
-    groups = embeddings_by_photo(recognizer, samples)
+    return stacked(embeddings_by_photo(recognizer, samples))
+
+
+def stacked(groups: list[PhotoEmbeddings]) -> tuple[np.ndarray, np.ndarray]:
+    """The photos' embeddings and labels, one after the other."""
     return np.concatenate([g.views for g in groups]), np.concatenate([g.labels for g in groups])
 
 
@@ -265,14 +269,7 @@ def cross_photo_accuracy(
         return None
     right_before = right_after = tiles = 0
     for i, held in enumerate(groups):
-        rest = [g for j, g in enumerate(groups) if j != i]
-        w, b = fit_head(
-            np.concatenate([g.views for g in rest]),
-            np.concatenate([g.labels for g in rest]),
-            weight,
-            bias,
-            **fit,
-        )
+        w, b = fit_head(*stacked(groups[:i] + groups[i + 1 :]), weight, bias, **fit)
         x, y = held.views[: held.tiles], held.labels[: held.tiles]
         right_before += int(((x @ weight + bias).argmax(axis=1) == y).sum())
         right_after += int(((x @ w + b).argmax(axis=1) == y).sum())
