@@ -84,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, help="only this many sources (a quick look)")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    ap.add_argument("--steps", type=int, default=300, help="fit_head's steps (the command's)")
+    ap.add_argument(
+        "--anchor", type=float, default=1e-3, help="fit_head's pull to the trained head"
+    )
     args = ap.parse_args(argv)
 
     if (args.model / "head.npz").exists():
@@ -115,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             emb = embed_views(rec, images[k], [p[0] for p, _ in found])
             labels = np.tile([truth for _, truth in found], len(emb) // len(found))
-            head = fit_head(emb, labels, w0, b0)
+            head = fit_head(emb, labels, w0, b0, steps=args.steps, anchor=args.anchor)
             rec.head = head
             for t, photo in enumerate(group):
                 if t != k:

@@ -280,8 +280,8 @@ class TileRecognizer:
         opts.log_severity_level = 3
         # no busy-waiting between runs: the finder's and the classifier's thread pools run
         # one after the other, and a pool left spinning takes the cores the other needs (on 2
-        # cores a frame took 64 ms with spinning, 36-48 without); on the table's computer the
-        # camera, the controller and the dashboard need those cores too
+        # cores bench/vision_bench.py read a frame in 56-72 ms with spinning, 29-36 without);
+        # on the table's computer the camera, the controller and the dashboard need them too
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
