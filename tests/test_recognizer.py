@@ -260,6 +260,54 @@ def test_bad_settings():
         TileRecognizer(input_size=100)
 
 
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("finder_threshold", "high", "finder_threshold must be a number"),
+        ("rescale_above", None, "rescale_above must be a number"),
+        ("crop_margin", True, "crop_margin must be a number"),
+        ("rescale_to", 90.0, "at most rescale_above"),
+    ],
+)
+def test_bad_numbers_in_the_manifest_are_named(tmp_path, key, value, message):
+    model = _copy_model(tmp_path)
+    manifest = json.loads((model / "model.json").read_text())
+    manifest[key] = value
+    (model / "model.json").write_text(json.dumps(manifest))
+    with pytest.raises(ModelError, match=message):
+        TileRecognizer(model)
+
+
+def test_close_ups_are_read_again_shrunk(rec, monkeypatch):
+    # a 4x3 grid of tiles 110 pixels wide, as in a close-up photo: at the finder's usual 640
+    # they are wider than rescale_above, so the picture is read again with them about
+    # rescale_to wide
+    tiles = [
+        PlacedTile(k, (120 + 130 * (k % 4), 90 + 165 * (k // 4)), 0.0, 110.0) for k in range(12)
+    ]
+    out = render_scene(
+        tiles, procedural_faces(), plane_size=(640, 520), rng=np.random.default_rng(1)
+    )
+    sizes = []
+    real = TileRecognizer._find_at
+
+    def spy(self, picture, size):
+        sizes.append(size)
+        return real(self, picture, size)
+
+    monkeypatch.setattr(TileRecognizer, "_find_at", spy)
+    found = rec.detect(out.image)
+    assert sizes[0] == 640 and len(sizes) == 2
+    # the finder's boxes at 640 are a little under the tiles: the second look lies between
+    # where 110-pixel tiles would be rescale_to wide and where rescale_above-wide ones would
+    assert 640 * rec.rescale_to / 110 - 32 <= sizes[1] <= 640 * rec.rescale_to / rec.rescale_above
+    assert _score(found, out.tiles)[0] >= 0.9
+    # tiles already of a size the finder knows are read once
+    sizes.clear()
+    rec.detect(_row_scene(list(range(12))).image)
+    assert sizes == [640]
+
+
 # -- bad pictures -----------------------------------------------------------------------------
 
 

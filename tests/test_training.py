@@ -24,6 +24,7 @@ from vision.training import (  # noqa: E402
     CROP_MARGIN,
     CROP_SIZE,
     EMBEDDING,
+    RESCALES,
     STORE_SIZE,
     THRESHOLDS,
     TrainConfig,
@@ -254,8 +255,19 @@ def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
     by_threshold = manifest["training"]["validation"]["tile_f1_by_threshold"]
     assert sorted(float(t) for t in by_threshold) == list(THRESHOLDS)
     assert by_threshold[str(manifest["finder_threshold"])] == max(by_threshold.values())
+    # then the close-up second look, at that threshold
+    by_rescale = manifest["training"]["validation"]["tile_f1_by_rescale"]
+    assert len(by_rescale) == len(RESCALES) and "off" in by_rescale
+    chosen = (
+        f"{manifest['rescale_above']:g}/{manifest['rescale_to']:g}"
+        if manifest["rescale"]
+        else "off"
+    )
+    assert by_rescale[chosen] == max(by_rescale.values())
+    assert manifest["training"]["validation"]["tile_f1"] == by_rescale[chosen]
     assert any("finder epoch 1/1" in line for line in logs)
     rec = TileRecognizer(out)
+    assert rec.rescale == manifest["rescale"]
     image = (np.random.default_rng(0).random((120, 160, 3)) * 255).astype(np.uint8)
     found = rec.detect(image)  # an untrained model finds anything or nothing, but runs
     assert all(0 <= d.label < 43 for d in found)

@@ -86,3 +86,42 @@ def test_train_tiny(tmp_path, shared_data, capsys):
     config = json.loads((out / "model.json").read_text())["training"]["config"]
     assert config["classifier_epochs"] == 2
     assert main(["detect", "--model", str(out), "--json", str(shared_data / "README.md")]) == 2
+
+
+def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, shared_data, capsys):
+    import shutil
+
+    from vision.dataset import load_photos
+    from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
+    from vision.training import RESCALES, THRESHOLDS
+
+    # a few validation photos, in the shared data's layout
+    data = tmp_path / "data"
+    for sub in ("images", "labels"):
+        (data / "real-photos" / sub).mkdir(parents=True)
+    for p in load_photos(shared_data / "real-photos", ["validation"])[:6]:
+        label = p.path.parent.parent / "labels" / (p.path.stem + ".txt")
+        (data / "real-photos" / "images" / p.path.name).symlink_to(p.path)
+        (data / "real-photos" / "labels" / label.name).symlink_to(label)
+    model = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, model)
+    weights = (model / "finder.onnx").read_bytes()
+    assert main(["train", "--data", str(data), "--retune", str(model)]) == 0
+    printed = capsys.readouterr().out
+    assert "finder threshold" in printed and "second look" in printed
+    manifest = json.loads((model / "model.json").read_text())
+    validation = manifest["training"]["validation"]
+    assert len(validation["tile_f1_by_threshold"]) == len(THRESHOLDS)
+    assert len(validation["tile_f1_by_rescale"]) == len(RESCALES)
+    assert validation["tile_f1"] == max(validation["tile_f1_by_rescale"].values())
+    assert (model / "finder.onnx").read_bytes() == weights  # nothing was trained
+    rec = TileRecognizer(model)
+    assert rec.finder_threshold == manifest["finder_threshold"]
+    # not a model, and nothing to tune on: clear errors
+    assert main(["train", "--data", str(data), "--retune", str(tmp_path / "data")]) == 3
+    assert "has no model.json" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    (empty / "real-photos" / "images").mkdir(parents=True)
+    (empty / "tile-art").mkdir()
+    assert main(["train", "--data", str(empty), "--retune", str(model)]) == 3
+    assert "no photos" in capsys.readouterr().err

@@ -56,6 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "finder and train only the classifier")  # fmt: skip
     t.add_argument("--reuse-classifier", type=Path, metavar="MODEL_DIR", help="keep this "
                    "model's classifier and train only the finder")  # fmt: skip
+    t.add_argument("--retune", type=Path, metavar="MODEL_DIR", help="train nothing: choose "
+                   "this model's finder threshold and close-up second look again on the "
+                   "validation photos and write them into its model.json")  # fmt: skip
     t.set_defaults(func=train_command)
 
     e = subparsers.add_parser(
@@ -164,6 +167,8 @@ def train_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
         )
+    if args.retune is not None:
+        return _retune(args.retune, data, args.threads or default_threads())
     out = args.out or DEFAULT_MODEL_DIR
     cfg = TrainConfig.preset(
         args.preset,
@@ -179,6 +184,24 @@ def train_command(args: argparse.Namespace) -> int:
     )
     manifest = train(cfg)
     print(f"model written to {out}: {json.dumps(manifest['training']['validation'])}")
+    return EXIT_OK
+
+
+def _retune(model_dir: Path, data: Path, threads: int) -> int:
+    from controller.errors import ConfigError
+    from vision.dataset import load_photos
+    from vision.recognizer import TileRecognizer
+    from vision.training import tune
+
+    TileRecognizer(model_dir)  # a clear ModelError for a folder that is not a model
+    photos = (
+        load_photos(data / "real-photos", ["validation"]) if (data / "real-photos").is_dir() else []
+    )
+    if not photos:
+        raise ConfigError(f"no validation photos under {data / 'real-photos'} to tune on")
+    manifest = tune(model_dir, photos, threads, log=lambda msg: print(msg, flush=True))
+    keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to")
+    print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))
     return EXIT_OK
 
 

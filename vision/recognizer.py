@@ -221,22 +221,30 @@ class TileRecognizer:
         self.model_dir = Path(model_path) if model_path is not None else DEFAULT_MODEL_DIR
         manifest = self._manifest()
         self.manifest = manifest
-        self.stride = int(manifest.get("stride", 4))
-        self.crop_size = int(manifest.get("crop_size", 48))
-        self.crop_margin = float(manifest.get("crop_margin", 1.3))
-        self.input_size = int(input_size or manifest.get("finder_input", 640))
-        self.finder_threshold = float(
-            finder_threshold
+        num = self._setting
+        self.stride = int(num("stride", 4))
+        self.crop_size = int(num("crop_size", 48))
+        self.crop_margin = num("crop_margin", 1.3)
+        self.input_size = int(input_size or num("finder_input", 640))
+        self.finder_threshold = (
+            float(finder_threshold)
             if finder_threshold is not None
-            else manifest.get("finder_threshold", 0.3)
+            else num("finder_threshold", 0.3)
         )
-        self.min_confidence = float(
-            min_confidence if min_confidence is not None else manifest.get("min_confidence", 0.6)
+        self.min_confidence = (
+            float(min_confidence) if min_confidence is not None else num("min_confidence", 0.6)
         )
-        self.back_threshold = float(manifest.get("back_threshold", 0.85))
+        self.back_threshold = num("back_threshold", 0.85)
         self.rescale = bool(manifest.get("rescale", True))
+        self.rescale_above = num("rescale_above", self.RESCALE_ABOVE)
+        self.rescale_to = num("rescale_to", self.RESCALE_TO)
         if not 0.0 <= self.min_confidence <= 1.0:
             raise ModelError(f"min_confidence must be 0-1, not {self.min_confidence}")
+        if not 8.0 <= self.rescale_to <= self.rescale_above:
+            raise ModelError(
+                f"rescale_to ({self.rescale_to}) must be at least 8 and at most rescale_above "
+                f"({self.rescale_above})"
+            )
         if self.input_size < 64 or self.input_size % 32:
             raise ModelError(
                 f"input_size must be a multiple of 32, at least 64, not {self.input_size}"
@@ -267,6 +275,20 @@ class TileRecognizer:
         if labels is not None and len(labels) != NUM_LABELS:
             raise ModelError(f"{path} names {len(labels)} labels, not {NUM_LABELS}")
         return data
+
+    def _setting(self, key: str, default: float) -> float:
+        """A number from the manifest; :class:`~controller.errors.ModelError` naming the key
+        when it is not one."""
+        value = self.manifest.get(key, default)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise ModelError(
+                f"{self.model_dir / 'model.json'}: {key} must be a number, not {value!r}"
+            )
+        return float(value)
 
     def _session(self, name: str, threads: int):
         import onnxruntime as ort
@@ -327,21 +349,24 @@ class TileRecognizer:
         :func:`decode_finder`), boxes in picture pixels.
 
         The finder knows tiles of about 12-80 pixels. When the tiles it finds at the usual
-        size are large (a close-up photo), it looks again at the picture shrunk so that they
-        are about ``TARGET_TILE`` pixels, and keeps that reading."""
+        size are wider than ``rescale_above`` finder pixels (a close-up photo), it looks again
+        at the picture shrunk so that they are about ``rescale_to``, and keeps that reading."""
         img = as_bgr(image)
         size = self.input_size
         found = self._find_at(img, size)
         if self.rescale and found:
             short = float(np.median([min(b[2], b[3]) for b, *_ in found]))
             seen = short * size / max(img.shape[:2])
-            if seen > self.TARGET_TILE * 1.6:
-                smaller = max(256, int(size * self.TARGET_TILE / seen) // 32 * 32)
+            if seen > self.rescale_above:
+                smaller = max(256, int(size * self.rescale_to / seen) // 32 * 32)
                 found = self._find_at(img, smaller)
         return found
 
-    TARGET_TILE = 36.0
-    """The tile width (finder pixels) a close-up is shrunk to."""
+    RESCALE_ABOVE = 72.0
+    """Default ``rescale_above``: the median tile width (finder pixels) above which a picture
+    is read again shrunk."""
+    RESCALE_TO = 56.0
+    """Default ``rescale_to``: the tile width (finder pixels) such a close-up is shrunk to."""
 
     def _find_at(self, img: np.ndarray, size: int) -> list[tuple[Box, float, float, float]]:
         h, w = img.shape[:2]

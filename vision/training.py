@@ -749,9 +749,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
         },
     }
     (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
-    # the threshold is chosen on the exported model, run as the recogniser runs it
-    manifest["finder_threshold"], tile_metrics = _choose_threshold(cfg, val_photos)
-    manifest["training"]["validation"].update(tile_metrics)
+    # the run-time settings are chosen on the exported model, run as the recogniser runs it
+    manifest = tune(cfg.out_dir, val_photos, cfg.threads, cfg.log)
     manifest["training"]["seconds"] = round(time.time() - t0)
     (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     cfg.log(f"done in {time.time() - t0:.0f}s: {manifest['training']['validation']}")
@@ -768,39 +767,96 @@ def _reuse(src: Path, out_dir: Path, part: str, files: tuple[str, ...]) -> dict[
     return {k: v for k, v in old["training"]["validation"].items() if k.startswith(part)}
 
 
-THRESHOLDS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+THRESHOLDS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
 """The finder thresholds tried on the validation photos; the best tile-level F1 wins."""
 
+RESCALES: tuple[tuple[float, float] | None, ...] = (
+    (57.6, 36.0),
+    (72.0, 48.0),
+    (72.0, 56.0),
+    (88.0, 56.0),
+    (88.0, 72.0),
+    None,
+)
+"""The close-up second looks tried on the validation photos after the threshold:
+``(rescale_above, rescale_to)`` in finder pixels (see :meth:`TileRecognizer.find`), ``None``
+for none."""
 
-def _choose_threshold(cfg: TrainConfig, val_photos) -> tuple[float, dict[str, Any]]:
-    """The finder threshold (of :data:`THRESHOLDS`) of best tile-level F1 (right box and
-    right label, detections outside a photo's labelled area not counted: see
-    :func:`vision.dataset.labelled_area`) of the exported model on the validation photos, the
-    F1 at each, and the plain F1 (every detection counted) at the chosen one. Without
-    validation photos: 0.4."""
-    if not val_photos:
-        return 0.4, {}
+
+def _rescale_name(rescale: tuple[float, float] | None) -> str:
+    return "off" if rescale is None else f"{rescale[0]:g}/{rescale[1]:g}"
+
+
+def tune(
+    model_dir: Path, val_photos, threads: int = 2, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Choose a model's run-time settings on the validation photos and write them into its
+    ``model.json``: first the finder threshold (of :data:`THRESHOLDS`), then the close-up
+    second look (of :data:`RESCALES`), each the one of best tile-level F1 (right box and right
+    label; detections outside a photo's labelled area not counted, see
+    :func:`vision.dataset.labelled_area`), the model run as the recogniser runs it. The F1 of
+    each setting tried goes into ``training.validation``. Without validation photos the
+    threshold is 0.4 and the second look the recogniser's default. Returns the manifest."""
     from vision.dataset import tile_f1
     from vision.recognizer import TileRecognizer
 
+    path = model_dir / MANIFEST_FILE
+    manifest = json.loads(path.read_text())
+    if not val_photos:
+        manifest["finder_threshold"] = 0.4
+        path.write_text(json.dumps(manifest, indent=2) + "\n")
+        return manifest
     images = [p.image() for p in val_photos]
-    scores, plain = {}, {}
-    for t in THRESHOLDS:
-        rec = TileRecognizer(cfg.out_dir, finder_threshold=t, threads=cfg.threads)
+
+    def scores(threshold: float, rescale) -> tuple[float, float]:
+        rec = TileRecognizer(model_dir, finder_threshold=threshold, threads=threads)
+        if rescale is None:
+            rec.rescale = False
+        else:
+            rec.rescale, (rec.rescale_above, rec.rescale_to) = True, rescale
         preds = [[(d.box, d.label, d.confidence) for d in rec.detect(im)] for im in images]
         pairs = list(zip(preds, val_photos, strict=True))
-        scores[t] = round(tile_f1(pairs, labelled_area_only=True)["f1"], 4)
-        plain[t] = round(tile_f1(pairs)["f1"], 4)
-    best = max(THRESHOLDS, key=lambda t: (scores[t], -abs(t - 0.4)))
-    cfg.log(
-        f"tile F1 on the validation photos by finder threshold (labelled area): {scores}; "
-        f"using {best} (every detection counted: {plain[best]})"
+        area = tile_f1(pairs, labelled_area_only=True)["f1"]
+        return round(area, 4), round(tile_f1(pairs)["f1"], 4)
+
+    start = (
+        (float(manifest.get("rescale_above", TileRecognizer.RESCALE_ABOVE)),
+         float(manifest.get("rescale_to", TileRecognizer.RESCALE_TO)))
+        if manifest.get("rescale", True)
+        else None
+    )  # fmt: skip
+    by_t = {t: scores(t, start) for t in THRESHOLDS}
+    threshold = max(THRESHOLDS, key=lambda t: (by_t[t][0], -abs(t - 0.4)))
+    log(
+        f"tile F1 on the validation photos by finder threshold (labelled area, second look "
+        f"{_rescale_name(start)}): { {t: v[0] for t, v in by_t.items()} }; using {threshold}"
     )
-    return best, {
-        "tile_f1": scores[best],
-        "tile_f1_every_detection": plain[best],
-        "tile_f1_by_threshold": {str(k): v for k, v in scores.items()},
+    by_r = {
+        _rescale_name(r): by_t[threshold] if r == start else scores(threshold, r) for r in RESCALES
     }
+    # a tie keeps the setting the model had (nothing gained), else the earlier one
+    rescale = max(RESCALES, key=lambda r: (by_r[_rescale_name(r)][0], r == start))
+    name = _rescale_name(rescale)
+    log(
+        f"tile F1 by the close-up second look (rescale_above/rescale_to): "
+        f"{ {k: v[0] for k, v in by_r.items()} }; using {name} "
+        f"(every detection counted: {by_r[name][1]})"
+    )
+    manifest["finder_threshold"] = threshold
+    manifest["rescale"] = rescale is not None
+    if rescale is not None:
+        manifest["rescale_above"], manifest["rescale_to"] = rescale
+    validation = manifest.setdefault("training", {}).setdefault("validation", {})
+    validation.update(
+        {
+            "tile_f1": by_r[name][0],
+            "tile_f1_every_detection": by_r[name][1],
+            "tile_f1_by_threshold": {str(k): v[0] for k, v in by_t.items()},
+            "tile_f1_by_rescale": {k: v[0] for k, v in by_r.items()},
+        }
+    )
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
 
 
 def _train_finder(cfg: TrainConfig, photos, val_photos, pool, rng):
