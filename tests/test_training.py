@@ -32,6 +32,7 @@ from vision.training import (  # noqa: E402
     _crop_from_quadless,
     _finder_loss,
     _finder_targets,
+    _fitting_photos,
     _real_finder_sample,
     _rot90,
     _Sample,
@@ -148,6 +149,43 @@ def test_real_photo_samples_carry_their_labelled_area_with_them(tmp_path):
                 assert g[cy, cx] > 200
     plain = _real_finder_sample(photo, 320, np.random.default_rng(0), mask_unlabelled=False)
     assert plain.known is None
+
+
+def test_stretched_real_samples_keep_their_boxes_on_their_tiles(tmp_path):
+    img = np.full((640, 640, 3), 60, np.uint8)
+    boxes = np.array([[40 + 45 * i, 40, 40, 50] for i in range(4)], np.float32)
+    for x, y, w, h in boxes.astype(int):
+        img[y : y + h, x : x + w] = (0, 255, 0)
+    cv2.imwrite(str(tmp_path / "p.png"), img)
+    photo = LabelledPhoto(tmp_path / "p.png", "p", (640, 640), boxes, np.arange(4))
+    aspects = []
+    for seed in range(16):
+        s = _real_finder_sample(photo, 320, np.random.default_rng(seed), stretch=1.6)
+        g = s.image[..., 1].astype(int)
+        for x, y, w, h in s.boxes:
+            if x < 0 or y < 0 or x + w > 320 or y + h > 320:
+                continue  # cut by the sample's edge
+            # the box still fits its tile: green just inside every edge
+            inner = g[int(y + 2) : int(y + h - 2), int(x + 2) : int(x + w - 2)]
+            assert inner.size and (inner > 200).all()
+            aspects.append(min(w, h) / max(w, h))
+    # quarter turns alone would keep every tile at 4:5
+    assert min(aspects) < 0.72 and max(aspects) > 0.88
+
+
+def test_finder_leaves_out_photos_whose_boxes_cover_their_neighbours(tmp_path):
+    side_by_side = np.array([[40 + 45 * i, 40, 40, 50] for i in range(4)], np.float32)
+    enlarged = side_by_side * np.array([1, 1, 3, 3], np.float32)  # three times their tiles
+    apart = LabelledPhoto(tmp_path / "a.png", "a", (640, 640), side_by_side, np.arange(4))
+    covering = LabelledPhoto(tmp_path / "b.png", "b", (640, 640), enlarged, np.arange(4))
+    logged = []
+    cfg = TrainConfig.preset(
+        "tiny", None, tmp_path, finder_max_label_overlap=0.45, log=logged.append
+    )
+    assert _fitting_photos(cfg, [apart, covering]) == [apart]
+    assert "1 of 2" in logged[0]
+    keep_all = TrainConfig.preset("tiny", None, tmp_path, finder_max_label_overlap=None)
+    assert _fitting_photos(keep_all, [apart, covering]) == [apart, covering]
 
 
 def test_crops_move_to_the_found_box_that_overlaps_their_tile_most():

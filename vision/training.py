@@ -73,6 +73,15 @@ class TrainConfig:
     mask_unlabelled: bool = True
     """Teach the finder "no tile here" only inside a real photo's labelled area (see
     :func:`vision.dataset.labelled_area`): most photos leave the discards and walls unlabelled."""
+    finder_max_label_overlap: float | None = None
+    """Leave out of the finder's training the real photos whose labelled boxes cover their
+    neighbours this much or more (:func:`vision.dataset.label_overlap`): in many such photos
+    every box is shifted or enlarged off its tile, and the finder would be taught tile centres
+    where there are none. ``None`` keeps every photo."""
+    finder_stretch: float = 1.0
+    """Stretch each real photo the finder sees by up to this factor one way and shrink it the
+    other (log-uniform; 1 leaves its aspect alone): tiles seen obliquely, or in photos
+    stretched to a square, are narrower or squatter than the finder would otherwise learn."""
     crops_at_found_boxes: bool = True
     """Cut the classifier's real crops at the finder's box where it finds the tile (as the
     recogniser will), at the labelled box where it does not (:func:`boxes_at_found`)."""
@@ -347,6 +356,21 @@ def _real_photos(cfg: TrainConfig, split: str):
     return photos
 
 
+def _fitting_photos(cfg: TrainConfig, photos):
+    """The real photos the finder learns from (see ``TrainConfig.finder_max_label_overlap``)."""
+    from vision.dataset import label_overlap
+
+    limit = cfg.finder_max_label_overlap
+    if limit is None:
+        return photos
+    kept = [p for p in photos if label_overlap(p.boxes) < limit]
+    cfg.log(
+        f"finder photos: {len(kept)} of {len(photos)} (left out: labelled boxes covering "
+        f"their neighbours {limit} or more)"
+    )
+    return kept
+
+
 def _augment_colour(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     out = img.astype(np.float32)
     out = out * rng.uniform(0.7, 1.3) + rng.uniform(-25, 25)
@@ -362,7 +386,11 @@ def _augment_colour(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _real_finder_sample(
-    photo, size: int, rng: np.random.Generator, mask_unlabelled: bool = True
+    photo,
+    size: int,
+    rng: np.random.Generator,
+    mask_unlabelled: bool = True,
+    stretch: float = 1.0,
 ) -> _Sample:
     from vision.dataset import labelled_area
 
@@ -372,7 +400,13 @@ def _real_finder_sample(
     known = labelled_area(boxes, w, h) if mask_unlabelled else None
     k = int(rng.integers(4))  # quarter turns, the same for the picture and its mask
     s = float(np.exp(rng.uniform(np.log(0.4), np.log(1.1)))) * size / 320
-    nw, nh = max(size, round(w * s)), max(size, round(h * s))
+    if stretch > 1:
+        a = float(np.exp(rng.uniform(-np.log(stretch), np.log(stretch))))
+        # grown evenly where a side would fall short of the sample, so the stretch stays
+        grow = max(1.0, size / (w * s * a), size / (h * s / a))
+        nw, nh = max(size, round(w * s * a * grow)), max(size, round(h * s / a * grow))
+    else:
+        nw, nh = max(size, round(w * s)), max(size, round(h * s))
     sx, sy = nw / w, nh / h
     img = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA)
     boxes = boxes * np.array([sx, sy, sx, sy], np.float32)
@@ -696,7 +730,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     )
 
     if cfg.reuse_finder is None:
-        finder = _train_finder(cfg, train_photos, val_photos, pool + table_samples, rng)
+        finder_photos = _fitting_photos(cfg, train_photos)
+        finder = _train_finder(cfg, finder_photos, val_photos, pool + table_samples, rng)
         # exported now: the classifier's real crops are cut where this finder finds the tiles
         export_onnx(finder, None, cfg.out_dir)
         finder_file = cfg.out_dir / FINDER_FILE
@@ -876,7 +911,9 @@ def _train_finder(cfg: TrainConfig, photos, val_photos, pool, rng):
             for _ in range(cfg.finder_batch):
                 if photos and rng.random() < 0.55:
                     photo = photos[int(rng.integers(len(photos)))]
-                    s = _real_finder_sample(photo, size, rng, cfg.mask_unlabelled)
+                    s = _real_finder_sample(
+                        photo, size, rng, cfg.mask_unlabelled, cfg.finder_stretch
+                    )
                 else:
                     s = pool[int(rng.integers(len(pool)))]
                     k = int(rng.integers(4))
