@@ -106,12 +106,13 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     model = tmp_path / "model"
     shutil.copytree(DEFAULT_MODEL_DIR, model)
     weights = (model / "finder.onnx").read_bytes()
-    assert main(["train", "--data", str(data), "--retune", str(model)]) == 0
+    assert main(["train", "--data", str(data), "--retune", str(model), "--tune-tables", "2"]) == 0
     printed = capsys.readouterr().out
     assert "finder threshold" in printed and "second look" in printed
     manifest = json.loads((model / "model.json").read_text())
     validation = manifest["training"]["validation"]
     assert len(validation["tile_f1_by_threshold"]) == len(THRESHOLDS)
+    assert len(validation["table_meld_accuracy_by_threshold"]) == len(THRESHOLDS)
     assert len(validation["tile_f1_by_rescale"]) == len(RESCALES)
     assert validation["tile_f1"] == max(validation["tile_f1_by_rescale"].values())
     assert (model / "finder.onnx").read_bytes() == weights  # nothing was trained
@@ -125,3 +126,5 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     (empty / "tile-art").mkdir()
     assert main(["train", "--data", str(empty), "--retune", str(model)]) == 3
     assert "no photos" in capsys.readouterr().err
+    assert main(["train", "--data", str(data), "--retune", str(model), "--tune-tables", "0"]) == 2
+    assert "at least 1" in capsys.readouterr().err

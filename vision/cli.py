@@ -59,6 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--retune", type=Path, metavar="MODEL_DIR", help="train nothing: choose "
                    "this model's finder threshold and close-up second look again on the "
                    "validation photos and write them into its model.json")  # fmt: skip
+    t.add_argument("--tune-tables", type=int, default=20, metavar="N", help="rendered tables"
+                   " each finder threshold is also run on (default 20)")  # fmt: skip
     t.set_defaults(func=train_command)
 
     e = subparsers.add_parser(
@@ -168,8 +170,10 @@ def train_command(args: argparse.Namespace) -> int:
             f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
         )
     if args.retune is not None:
-        return _retune(args.retune, data, args.threads or default_threads())
+        return _retune(args.retune, data, args.threads or default_threads(), args.tune_tables)
     out = args.out or DEFAULT_MODEL_DIR
+    if args.tune_tables < 1:
+        raise ConfigError(f"--tune-tables must be at least 1, not {args.tune_tables}")
     cfg = TrainConfig.preset(
         args.preset,
         data,
@@ -178,6 +182,7 @@ def train_command(args: argparse.Namespace) -> int:
         threads=args.threads or default_threads(),
         reuse_finder=args.reuse_finder,
         reuse_classifier=args.reuse_classifier,
+        **({"tune_table_frames": args.tune_tables} if args.preset == "full" else {}),
         **({"finder_epochs": args.finder_epochs} if args.finder_epochs else {}),
         **({"classifier_epochs": args.classifier_epochs} if args.classifier_epochs else {}),
         log=lambda msg: print(msg, flush=True),
@@ -187,7 +192,7 @@ def train_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _retune(model_dir: Path, data: Path, threads: int) -> int:
+def _retune(model_dir: Path, data: Path, threads: int, tables: int) -> int:
     from controller.errors import ConfigError
     from vision.dataset import load_photos
     from vision.recognizer import TileRecognizer
@@ -199,7 +204,9 @@ def _retune(model_dir: Path, data: Path, threads: int) -> int:
     )
     if not photos:
         raise ConfigError(f"no validation photos under {data / 'real-photos'} to tune on")
-    manifest = tune(model_dir, photos, threads, log=lambda msg: print(msg, flush=True))
+    if tables < 1:
+        raise ConfigError(f"--tune-tables must be at least 1, not {tables}")
+    manifest = tune(model_dir, photos, threads, lambda msg: print(msg, flush=True), tables)
     keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to")
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))
     return EXIT_OK
