@@ -169,11 +169,11 @@ def train_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
         )
+    if args.tune_tables < 1:
+        raise ConfigError(f"--tune-tables must be at least 1, not {args.tune_tables}")
     if args.retune is not None:
         return _retune(args.retune, data, args.threads or default_threads(), args.tune_tables)
     out = args.out or DEFAULT_MODEL_DIR
-    if args.tune_tables < 1:
-        raise ConfigError(f"--tune-tables must be at least 1, not {args.tune_tables}")
     cfg = TrainConfig.preset(
         args.preset,
         data,
@@ -198,14 +198,12 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int) -> int:
     from vision.recognizer import TileRecognizer
     from vision.training import tune
 
-    TileRecognizer(model_dir)  # a clear ModelError for a folder that is not a model
+    TileRecognizer(model_dir)  # a folder that is not a model: ModelError before any photo is read
     photos = (
         load_photos(data / "real-photos", ["validation"]) if (data / "real-photos").is_dir() else []
     )
     if not photos:
         raise ConfigError(f"no validation photos under {data / 'real-photos'} to tune on")
-    if tables < 1:
-        raise ConfigError(f"--tune-tables must be at least 1, not {tables}")
     manifest = tune(model_dir, photos, threads, lambda msg: print(msg, flush=True), tables)
     keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to")
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))

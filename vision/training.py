@@ -409,7 +409,7 @@ def _real_finder_sample(
         # grown evenly where a side would fall short of the sample, so the stretch stays
         grow = max(1.0, size / (w * s * a), size / (h * s / a))
         nw, nh = max(size, round(w * s * a * grow)), max(size, round(h * s / a * grow))
-    else:
+    else:  # as before the stretch existed, so earlier runs are reproduced byte for byte
         nw, nh = max(size, round(w * s)), max(size, round(h * s))
     sx, sy = nw / w, nh / h
     img = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA)
@@ -861,39 +861,35 @@ def tune(
     from vision.recognizer import TileRecognizer
     from vision.table_eval import run as table_run
 
+    # one recogniser, its settings changed between runs: the models load once
+    rec = TileRecognizer(model_dir, threads=threads)
     path = model_dir / MANIFEST_FILE
-    manifest = json.loads(path.read_text())
+    manifest = rec.manifest
     if not val_photos:
         manifest["finder_threshold"] = 0.4
         path.write_text(json.dumps(manifest, indent=2) + "\n")
         return manifest
     images = [p.image() for p in val_photos]
+    start = (rec.rescale_above, rec.rescale_to) if rec.rescale else None
+
+    def set_up(threshold: float, rescale: tuple[float, float] | None) -> TileRecognizer:
+        rec.finder_threshold = threshold
+        rec.rescale = rescale is not None
+        if rescale is not None:
+            rec.rescale_above, rec.rescale_to = rescale
+        return rec
 
     def scores(threshold: float, rescale) -> tuple[float, float]:
-        rec = TileRecognizer(model_dir, finder_threshold=threshold, threads=threads)
-        if rescale is None:
-            rec.rescale = False
-        else:
-            rec.rescale, (rec.rescale_above, rec.rescale_to) = True, rescale
-        preds = [[(d.box, d.label, d.confidence) for d in rec.detect(im)] for im in images]
+        found = set_up(threshold, rescale)
+        preds = [[(d.box, d.label, d.confidence) for d in found.detect(im)] for im in images]
         pairs = list(zip(preds, val_photos, strict=True))
         area = tile_f1(pairs, labelled_area_only=True)["f1"]
         return round(area, 4), round(tile_f1(pairs)["f1"], 4)
 
-    start = (
-        (float(manifest.get("rescale_above", TileRecognizer.RESCALE_ABOVE)),
-         float(manifest.get("rescale_to", TileRecognizer.RESCALE_TO)))
-        if manifest.get("rescale", True)
-        else None
-    )  # fmt: skip
     by_t = {t: scores(t, start) for t in THRESHOLDS}
     table = {
         t: round(
-            table_run(
-                TileRecognizer(model_dir, finder_threshold=t, threads=threads),
-                frames=table_frames,
-                seed=TUNE_TABLE_SEED,
-            )["meld_accuracy"],
+            table_run(set_up(t, start), frames=table_frames, seed=TUNE_TABLE_SEED)["meld_accuracy"],
             4,
         )
         for t in THRESHOLDS
