@@ -55,6 +55,24 @@ def test_networks_shapes():
     assert logits.shape == (5, 43) and emb.shape == (5, EMBEDDING) and box.shape == (5, 4)
 
 
+@pytest.mark.parametrize("width", [0.5, 1.5])
+def test_finder_width_scales_channels_and_keeps_the_outputs(width):
+    plain = sum(p.numel() for p in build_finder().parameters())
+    finder = build_finder(width).eval()
+    size = sum(p.numel() for p in finder.parameters())
+    assert (size > plain) == (width > 1)
+    hm, reg = finder(torch.zeros(1, 3, 64, 96))
+    assert hm.shape == (1, 2, 16, 24) and reg.shape == (1, 6, 16, 24)
+
+
+@pytest.mark.parametrize("width", [0, -1.0])
+def test_finder_width_must_be_positive(width, tmp_path):
+    with pytest.raises(ModelError, match="width"):
+        build_finder(width)
+    with pytest.raises(ModelError, match="width"):  # before any training starts
+        TrainConfig.preset("tiny", None, tmp_path, finder_width=width)
+
+
 def _with_running_statistics(model):
     """The model in eval mode with BatchNorm statistics unlike any one picture's (as after
     training), so that a module handed back in training mode answers differently."""

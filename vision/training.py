@@ -78,6 +78,9 @@ class TrainConfig:
     neighbours this much or more (:func:`vision.dataset.label_overlap`): in many such photos
     every box is shifted or enlarged off its tile, and the finder would be taught tile centres
     where there are none. ``None`` keeps every photo."""
+    finder_width: float = 1.0
+    """The finder's channel counts relative to the committed design (rounded to multiples of
+    8): more finds tiles better and reads each frame slower."""
     finder_stretch: float = 1.0
     """Stretch each real photo the finder sees by up to this factor one way and shrink it the
     other (log-uniform; 1 leaves its aspect alone): tiles seen obliquely, or in photos
@@ -93,6 +96,11 @@ class TrainConfig:
     reuse_classifier: Path | None = None
     """A model folder whose classifier to keep (only the finder is trained)."""
     log: Callable[[str], None] = field(default=print, repr=False)
+
+    def __post_init__(self) -> None:
+        # said before hours of training, not when the finder is built
+        if not self.finder_width > 0:
+            raise ModelError(f"the finder's width must be above 0, not {self.finder_width}")
 
     @classmethod
     def preset(cls, name: str, shared_data: Path | None, out_dir: Path, **kw: Any) -> TrainConfig:
@@ -155,30 +163,37 @@ def _blocks(nn):
     return cbr, sep
 
 
-def build_finder():
-    """The tile finder network (PyTorch module)."""
+def build_finder(width: float = 1.0):
+    """The tile finder network (PyTorch module); ``width`` scales every channel count."""
     torch = _torch()
     nn = torch.nn
+    if not width > 0:
+        raise ModelError(f"the finder's width must be above 0, not {width}")
 
     cbr, sep = _blocks(nn)
+
+    def ch(n: int) -> int:
+        return max(8, round(n * width / 8) * 8)
+
+    c16, c32, c64, c96, c128, c160 = (ch(n) for n in (16, 32, 64, 96, 128, 160))
 
     class Finder(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.stem = cbr(3, 16, 3, 2)
-            self.d4 = nn.Sequential(sep(16, 32, 2), sep(32, 32))
-            self.d8 = nn.Sequential(sep(32, 64, 2), sep(64, 64), sep(64, 64))
-            self.d16 = nn.Sequential(sep(64, 128, 2), sep(128, 128), sep(128, 128))
-            self.d32 = nn.Sequential(sep(128, 160, 2), sep(160, 160), sep(160, 160))
-            self.l32 = cbr(160, 128, 1)
-            self.u16 = sep(128, 96)
-            self.l16 = cbr(96, 64, 1)
-            self.u8 = sep(64, 64)
-            self.l8 = cbr(64, 32, 1)
-            self.u4 = sep(32, 32)
+            self.stem = cbr(3, c16, 3, 2)
+            self.d4 = nn.Sequential(sep(c16, c32, 2), sep(c32, c32))
+            self.d8 = nn.Sequential(sep(c32, c64, 2), sep(c64, c64), sep(c64, c64))
+            self.d16 = nn.Sequential(sep(c64, c128, 2), sep(c128, c128), sep(c128, c128))
+            self.d32 = nn.Sequential(sep(c128, c160, 2), sep(c160, c160), sep(c160, c160))
+            self.l32 = cbr(c160, c128, 1)
+            self.u16 = sep(c128, c96)
+            self.l16 = cbr(c96, c64, 1)
+            self.u8 = sep(c64, c64)
+            self.l8 = cbr(c64, c32, 1)
+            self.u4 = sep(c32, c32)
             # two heatmaps: face-up tiles and face-down tiles (which need no classifier)
-            self.hm = nn.Sequential(sep(32, 32), nn.Conv2d(32, 2, 1))
-            self.reg = nn.Sequential(sep(32, 32), nn.Conv2d(32, 6, 1))
+            self.hm = nn.Sequential(sep(c32, c32), nn.Conv2d(c32, 2, 1))
+            self.reg = nn.Sequential(sep(c32, c32), nn.Conv2d(c32, 6, 1))
             self.hm[-1].bias.data.fill_(-2.19)
             self.up = nn.Upsample(scale_factor=2, mode="nearest")
 
@@ -932,7 +947,7 @@ def tune(
 
 def _train_finder(cfg: TrainConfig, photos, val_photos, pool, rng):
     torch = _torch()
-    model = build_finder()
+    model = build_finder(cfg.finder_width)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.finder_lr, weight_decay=1e-4)
     total = cfg.finder_epochs * cfg.finder_steps
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.finder_lr, total_steps=max(1, total))
