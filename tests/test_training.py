@@ -56,21 +56,26 @@ def test_networks_shapes():
 
 
 @pytest.mark.parametrize("width", [0.5, 1.5])
-def test_finder_width_scales_channels_and_keeps_the_outputs(width):
-    plain = sum(p.numel() for p in build_finder().parameters())
+def test_finder_deep_width_scales_the_deep_stages_and_keeps_the_outputs(width):
+    plain = build_finder()
     finder = build_finder(width).eval()
     size = sum(p.numel() for p in finder.parameters())
-    assert (size > plain) == (width > 1)
+    assert (size > sum(p.numel() for p in plain.parameters())) == (width > 1)
+    # the costly stages at 1/4 and 1/8 of the picture stay as they were
+    for part in ("stem", "d4", "d8", "u8", "l8", "u4", "hm", "reg"):
+        shapes = [p.shape for p in getattr(finder, part).parameters()]
+        assert shapes == [p.shape for p in getattr(plain, part).parameters()], part
+    assert finder.d32[-1][-3].out_channels == round(160 * width / 8) * 8
     hm, reg = finder(torch.zeros(1, 3, 64, 96))
     assert hm.shape == (1, 2, 16, 24) and reg.shape == (1, 6, 16, 24)
 
 
 @pytest.mark.parametrize("width", [0, -1.0])
-def test_finder_width_must_be_positive(width, tmp_path):
+def test_finder_deep_width_must_be_positive(width, tmp_path):
     with pytest.raises(ModelError, match="width"):
         build_finder(width)
     with pytest.raises(ModelError, match="width"):  # before any training starts
-        TrainConfig.preset("tiny", None, tmp_path, finder_width=width)
+        TrainConfig.preset("tiny", None, tmp_path, finder_deep_width=width)
 
 
 def _with_running_statistics(model):

@@ -78,24 +78,24 @@ def test_train_tiny(tmp_path, shared_data, capsys):
     out = tmp_path / "m"
     code = main(
         ["train", "--preset", "tiny", "--data", str(shared_data), "--out", str(out),
-         "--classifier-epochs", "2", "--finder-width", "0.5"]
+         "--classifier-epochs", "2", "--finder-deep-width", "0.5"]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
     assert "model written to" in printed and "classifier epoch 2/2" in printed
     config = json.loads((out / "model.json").read_text())["training"]["config"]
-    assert config["classifier_epochs"] == 2 and config["finder_width"] == 0.5
+    assert config["classifier_epochs"] == 2 and config["finder_deep_width"] == 0.5
     from vision.recognizer import TileRecognizer
 
     TileRecognizer(out)  # the narrower finder loads and runs like any other
     assert main(["detect", "--model", str(out), "--json", str(shared_data / "README.md")]) == 2
 
 
-def test_train_with_a_finder_of_no_width(tmp_path, shared_data, capsys):
+def test_train_with_a_finder_of_no_deep_width(tmp_path, shared_data, capsys):
     pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
     args = ["train", "--preset", "tiny", "--data", str(shared_data), "--out", str(tmp_path)]
-    assert main([*args, "--finder-width", "0"]) == 2
-    assert "--finder-width must be above 0" in capsys.readouterr().err
+    assert main([*args, "--finder-deep-width", "0"]) == 2
+    assert "--finder-deep-width must be above 0" in capsys.readouterr().err
     assert not (tmp_path / "model.json").exists()
 
 

@@ -50,8 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--preset", choices=("full", "tiny"), default="full")
     t.add_argument("--finder-epochs", type=int, help="override the preset's finder epochs")
     t.add_argument("--classifier-epochs", type=int, help="override the preset's classifier epochs")
-    t.add_argument("--finder-width", type=float, help="scale the finder's channel counts "
-                   "(default 1: the committed design)")  # fmt: skip
+    t.add_argument("--finder-deep-width", type=float, help="scale the channel counts of "
+                   "the finder's two deepest stages (default 1: the committed design)")  # fmt: skip
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=None, help="CPU threads (default 2)")
     t.add_argument("--reuse-finder", type=Path, metavar="MODEL_DIR", help="keep this model's "
@@ -173,8 +173,8 @@ def train_command(args: argparse.Namespace) -> int:
         )
     if args.tune_tables < 1:
         raise ConfigError(f"--tune-tables must be at least 1, not {args.tune_tables}")
-    if args.finder_width is not None and not args.finder_width > 0:
-        raise ConfigError(f"--finder-width must be above 0, not {args.finder_width}")
+    if args.finder_deep_width is not None and not args.finder_deep_width > 0:
+        raise ConfigError(f"--finder-deep-width must be above 0, not {args.finder_deep_width}")
     if args.retune is not None:
         return _retune(args.retune, data, args.threads or default_threads(), args.tune_tables)
     out = args.out or DEFAULT_MODEL_DIR
@@ -189,7 +189,11 @@ def train_command(args: argparse.Namespace) -> int:
         **({"tune_table_frames": args.tune_tables} if args.preset == "full" else {}),
         **({"finder_epochs": args.finder_epochs} if args.finder_epochs else {}),
         **({"classifier_epochs": args.classifier_epochs} if args.classifier_epochs else {}),
-        **({"finder_width": args.finder_width} if args.finder_width is not None else {}),
+        **(
+            {"finder_deep_width": args.finder_deep_width}
+            if args.finder_deep_width is not None
+            else {}
+        ),
         log=lambda msg: print(msg, flush=True),
     )
     manifest = train(cfg)

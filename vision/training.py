@@ -78,9 +78,11 @@ class TrainConfig:
     neighbours this much or more (:func:`vision.dataset.label_overlap`): in many such photos
     every box is shifted or enlarged off its tile, and the finder would be taught tile centres
     where there are none. ``None`` keeps every photo."""
-    finder_width: float = 1.0
-    """The finder's channel counts relative to the committed design (rounded to multiples of
-    8): more finds tiles better and reads each frame slower."""
+    finder_deep_width: float = 1.0
+    """The channel counts of the finder's two deepest stages (1/16 and 1/32 of the picture,
+    where a tile's surroundings are seen) relative to the committed design, rounded to
+    multiples of 8. Width there adds capacity at little cost per frame; the stages at 1/4 and
+    1/8, which cost most, stay as they are."""
     finder_stretch: float = 1.0
     """Stretch each real photo the finder sees by up to this factor one way and shrink it the
     other (log-uniform; 1 leaves its aspect alone): tiles seen obliquely, or in photos
@@ -99,8 +101,10 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         # said before hours of training, not when the finder is built
-        if not self.finder_width > 0:
-            raise ModelError(f"the finder's width must be above 0, not {self.finder_width}")
+        if not self.finder_deep_width > 0:
+            raise ModelError(
+                f"the finder's deep width must be above 0, not {self.finder_deep_width}"
+            )
 
     @classmethod
     def preset(cls, name: str, shared_data: Path | None, out_dir: Path, **kw: Any) -> TrainConfig:
@@ -163,19 +167,21 @@ def _blocks(nn):
     return cbr, sep
 
 
-def build_finder(width: float = 1.0):
-    """The tile finder network (PyTorch module); ``width`` scales every channel count."""
+def build_finder(deep_width: float = 1.0):
+    """The tile finder network (PyTorch module); ``deep_width`` scales the channel counts of
+    its two deepest stages (see :attr:`TrainConfig.finder_deep_width`)."""
     torch = _torch()
     nn = torch.nn
-    if not width > 0:
-        raise ModelError(f"the finder's width must be above 0, not {width}")
+    if not deep_width > 0:
+        raise ModelError(f"the finder's deep width must be above 0, not {deep_width}")
 
     cbr, sep = _blocks(nn)
 
     def ch(n: int) -> int:
-        return max(8, round(n * width / 8) * 8)
+        return max(8, round(n * deep_width / 8) * 8)
 
-    c16, c32, c64, c96, c128, c160 = (ch(n) for n in (16, 32, 64, 96, 128, 160))
+    c16, c32, c64 = 16, 32, 64
+    c96, c128, c160 = ch(96), ch(128), ch(160)
 
     class Finder(nn.Module):
         def __init__(self) -> None:
@@ -947,7 +953,7 @@ def tune(
 
 def _train_finder(cfg: TrainConfig, photos, val_photos, pool, rng):
     torch = _torch()
-    model = build_finder(cfg.finder_width)
+    model = build_finder(cfg.finder_deep_width)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.finder_lr, weight_decay=1e-4)
     total = cfg.finder_epochs * cfg.finder_steps
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.finder_lr, total_steps=max(1, total))
