@@ -77,7 +77,7 @@ def figures(readings: list[tuple[list[Prediction], LabelledPhoto]]) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--model", type=Path, default=REPO / "vision" / "models")
     ap.add_argument("--split", default="held_out")

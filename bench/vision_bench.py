@@ -180,7 +180,7 @@ def peak_memory_mb(model: str | None, frame: np.ndarray) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--frames", type=int, default=12, help="table frames to time")
