@@ -150,7 +150,8 @@ def peak():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
-from vision.recognizer import TileRecognizer, read_image
+from vision.camera import read_image
+from vision.recognizer import TileRecognizer
 frame = read_image({frame!r})
 before = peak()
 rec = TileRecognizer({model!r})

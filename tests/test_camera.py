@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.machinery
+import struct
 import sys
 import types
 from pathlib import Path
@@ -116,8 +117,39 @@ def test_read_image_errors_name_the_file(tmp_path: Path) -> None:
     (tmp_path / "cut.png").write_bytes(good[: len(good) // 3])
     with pytest.raises(CameraError, match=r"cut\.png"):
         read_image(tmp_path / "cut.png")
-    with pytest.raises(CameraError, match="not a file"):
+    with pytest.raises(CameraError, match="is a folder, not an image file"):
         read_image(tmp_path)
+    (tmp_path / "notes.jpg").write_text("not a picture")
+    with pytest.raises(CameraError, match=r"notes\.jpg is not a readable image"):
+        read_image(tmp_path / "notes.jpg")
+
+
+def _with_exif_orientation(jpeg: bytes, orientation: int) -> bytes:
+    """``jpeg`` with an APP1 EXIF segment holding only the Orientation tag (0x0112), as a
+    phone writes it for a photo taken holding the phone on its side."""
+    tiff = b"II*\x00" + struct.pack("<I", 8) + struct.pack("<H", 1)
+    tiff += struct.pack("<HHIHH", 0x0112, 3, 1, orientation, 0) + struct.pack("<I", 0)
+    app1 = b"Exif\x00\x00" + tiff
+    return jpeg[:2] + b"\xff\xe1" + struct.pack(">H", len(app1) + 2) + app1 + jpeg[2:]
+
+
+def test_read_image_stands_a_phone_photo_up_as_its_exif_says(tmp_path: Path) -> None:
+    img = np.zeros((20, 30, 3), np.uint8)
+    img[:, :6] = 255  # a white band down the left side
+    jpeg = cv2.imencode(".jpg", img)[1].tobytes()
+    (tmp_path / "plain.jpg").write_bytes(jpeg)
+    assert read_image(tmp_path / "plain.jpg").shape == (20, 30, 3)
+    (tmp_path / "turned.jpg").write_bytes(_with_exif_orientation(jpeg, 6))  # rotate 90° cw
+    turned = read_image(tmp_path / "turned.jpg")
+    assert turned.shape == (30, 20, 3)
+    # turned clockwise, the left band becomes the top one
+    assert turned[:4].mean() > 200 and turned[-10:].mean() < 50
+
+
+def test_read_image_reads_a_path_that_is_not_ascii(tmp_path: Path) -> None:
+    path = tmp_path / "麻将 牌.png"
+    cv2.imencode(".png", _solid(90))[1].tofile(str(path))
+    assert read_image(path).shape[2] == 3
 
 
 @given(

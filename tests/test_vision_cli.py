@@ -43,13 +43,16 @@ def test_detect_text_and_annotation(photo, tmp_path, capsys):
 def test_detect_with_unreadable_images(photo, tmp_path, capsys):
     bad = tmp_path / "bad.jpg"
     bad.write_text("no")
-    code = main(["detect", str(bad), str(photo), str(tmp_path / "gone.png"), "--json"])
+    args = [str(bad), str(photo), str(tmp_path / "gone.png"), str(tmp_path)]
+    code = main(["detect", *args, "--json"])
     assert code == 2
     captured = capsys.readouterr()
     records = json.loads(captured.out)
-    assert "not a picture" in records[0]["error"] and len(records[1]["tiles"]) == 3
-    assert "no such image file" in records[2]["error"]
-    assert "bad.jpg is not a picture" in captured.err
+    assert [r["image"] for r in records] == args
+    assert "not a readable image" in records[0]["error"] and len(records[1]["tiles"]) == 3
+    assert "gone.png does not exist" in records[2]["error"]
+    assert "is a folder, not an image file" in records[3]["error"]
+    assert "bad.jpg is not a readable image" in captured.err
 
 
 def test_detect_with_a_missing_model(photo, tmp_path, capsys):

@@ -71,19 +71,29 @@ class Frame:
         return int(self.image.shape[1]), int(self.image.shape[0])
 
 
-def as_bgr(image: Any, what: str) -> np.ndarray:
-    """``image`` as a contiguous BGR ``uint8`` array; grey and BGRA images are converted.
+def as_bgr(image: Any, what: str = "the picture", min_side: int = 8) -> np.ndarray:
+    """``image`` as a contiguous BGR ``uint8`` array; grey and BGRA images are converted,
+    16-bit ones scaled down to 8 bits.
 
-    Raises :class:`CameraError` naming ``what`` for anything that is not an image."""
+    Raises :class:`CameraError` naming ``what`` for anything that is not an image: ``None`` (a
+    camera that delivered nothing), not an array, empty, pixels neither 8 nor 16 bits (a float
+    picture is refused rather than guessed at: 0-1 and 0-255 both occur), a shape that is not
+    HxW, HxWx1, HxWx3 or HxWx4, or a side shorter than ``min_side`` pixels."""
     import cv2
 
-    if not isinstance(image, np.ndarray) or image.size == 0:
-        raise CameraError(f"{what} is not an image")
+    if image is None:
+        raise CameraError(f"{what}: no picture, the camera delivered nothing (None)")
+    if not isinstance(image, np.ndarray):
+        raise CameraError(f"{what} must be a numpy array, not {type(image).__name__}")
+    if image.size == 0:
+        raise CameraError(f"{what} is empty (shape {image.shape})")
     if image.dtype != np.uint8:
         if image.dtype == np.uint16:  # 16-bit PNG or TIFF
             image = (image >> 8).astype(np.uint8)
         else:
-            raise CameraError(f"{what} has {image.dtype} pixels; expected 8-bit colour")
+            raise CameraError(
+                f"{what} has {image.dtype} pixels; expected 8-bit (or 16-bit) colour, as uint8"
+            )
     if image.ndim == 2:
         image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
     elif image.ndim == 3 and image.shape[2] == 1:
@@ -91,29 +101,42 @@ def as_bgr(image: Any, what: str) -> np.ndarray:
     elif image.ndim == 3 and image.shape[2] == 4:
         image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
     elif not (image.ndim == 3 and image.shape[2] == 3):
-        raise CameraError(f"{what} has shape {image.shape}; expected a colour image")
-    if image.shape[0] < 8 or image.shape[1] < 8:
-        raise CameraError(f"{what} is only {image.shape[1]}x{image.shape[0]} pixels")
+        raise CameraError(f"{what} has shape {image.shape}; expected a colour image (HxWx3)")
+    if image.shape[0] < min_side or image.shape[1] < min_side:
+        raise CameraError(
+            f"{what} is only {image.shape[1]}x{image.shape[0]} pixels, too small"
+            f" (at least {min_side}x{min_side})"
+        )
     return np.ascontiguousarray(image)
 
 
 def read_image(path: str | os.PathLike[str]) -> np.ndarray:
-    """Read an image file as BGR ``uint8``; a clear :class:`CameraError` if it cannot be."""
+    """Read an image file as BGR ``uint8``; a clear :class:`CameraError` naming the file if it
+    cannot be. A phone photo's EXIF orientation is applied, so the picture stands as the phone
+    showed it (enrolment's grid depends on it)."""
     import cv2
 
     p = Path(path)
     if not p.exists():
         raise CameraError(f"image {p} does not exist")
+    if p.is_dir():
+        raise CameraError(f"{p} is a folder, not an image file")
     if not p.is_file():
         raise CameraError(f"{p} is not a file")
     try:
         data = np.fromfile(p, dtype=np.uint8)
     except OSError as exc:
         raise CameraError(f"cannot read image {p}: {exc.strerror or exc}") from None
-    # imdecode rather than imread: it reads any path (non-ASCII too) and never aborts on junk
-    image = cv2.imdecode(data, cv2.IMREAD_UNCHANGED) if data.size else None
+    # imdecode rather than imread: it reads any path (non-ASCII too) and never aborts on junk.
+    # ANYCOLOR|ANYDEPTH keeps grey and 16-bit pictures and, unlike UNCHANGED, honours EXIF
+    # orientation.
+    flags = cv2.IMREAD_ANYCOLOR | cv2.IMREAD_ANYDEPTH
+    image = cv2.imdecode(data, flags) if data.size else None
     if image is None:
-        raise CameraError(f"{p} is not a readable image (empty, truncated or not an image file)")
+        raise CameraError(
+            f"{p} is not a readable image (empty, truncated or not a JPEG, PNG, BMP, TIFF"
+            " or WebP file)"
+        )
     return as_bgr(image, f"image {p}")
 
 

@@ -94,7 +94,8 @@ def detect_command(args: argparse.Namespace) -> int:
     import cv2
 
     from controller.errors import CameraError
-    from vision.recognizer import TileRecognizer, read_image
+    from vision.camera import read_image
+    from vision.recognizer import TileRecognizer
 
     if args.min_confidence is not None and not 0.0 <= args.min_confidence <= 1.0:
         print("mahjong-table detect: --min-confidence is a probability, 0 to 1", file=sys.stderr)

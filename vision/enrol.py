@@ -31,9 +31,10 @@ import numpy as np
 from controller.errors import ConfigError, ModelError
 from controller.rules.errors import HandError
 from controller.rules.tiles import parse_tiles
+from vision.camera import read_image
 from vision.detection import Box, TileDetection
 from vision.labels import BACK, NUM_LABELS, label_from_name, label_name
-from vision.recognizer import HEAD_FILE, TileRecognizer, read_image
+from vision.recognizer import HEAD_FILE, TileRecognizer
 
 DEFAULT_LAYOUT = "123456789m / 123456789p / 123456789s / ESWNCFP / 12345678f"
 """One row per suit, then the honours, then the flowers; ``/`` separates rows."""

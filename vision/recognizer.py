@@ -32,7 +32,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from controller.errors import CameraError, ModelError
+from controller.errors import ModelError
+from vision.camera import as_bgr as _as_bgr
 from vision.detection import Box, TileDetection, box_intersections
 from vision.labels import BACK, NUM_LABELS
 
@@ -41,44 +42,9 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
 HEAD_FILE = "head.npz"
 
 
-def read_image(path: str | os.PathLike[str]) -> np.ndarray:
-    """Read a picture file as BGR ``uint8``; :class:`~controller.errors.CameraError` naming
-    the file when it is missing or not a picture."""
-    p = Path(path)
-    if not p.is_file():
-        raise CameraError(f"no such image file: {p}")
-    data = np.fromfile(str(p), np.uint8)
-    img = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-    if img is None:
-        raise CameraError(f"{p} is not a picture OpenCV can read (JPEG, PNG, BMP, TIFF, WebP …)")
-    return img
-
-
-def as_bgr(image: Any) -> np.ndarray:
-    """The picture as a contiguous BGR ``uint8`` array (grey and BGRA are converted);
-    :class:`~controller.errors.CameraError` for anything that is not a picture."""
-    if image is None:
-        raise CameraError("no picture: the camera delivered nothing (None)")
-    if not isinstance(image, np.ndarray):
-        raise CameraError(f"a picture must be a numpy array, not {type(image).__name__}")
-    if image.dtype != np.uint8:
-        if image.dtype.kind == "f" and image.size and np.isfinite(image).all():
-            scale = 255.0 if float(image.max()) <= 1.0 else 1.0
-            image = np.clip(image * scale, 0, 255).astype(np.uint8)
-        else:
-            raise CameraError(f"a picture must hold 8-bit pixels, not {image.dtype}")
-    if image.ndim == 2:
-        image = cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
-    elif image.ndim == 3 and image.shape[2] == 4:
-        image = cv2.cvtColor(image, cv2.COLOR_BGRA2BGR)
-    elif image.ndim == 3 and image.shape[2] == 1:
-        image = cv2.cvtColor(image[:, :, 0], cv2.COLOR_GRAY2BGR)
-    elif image.ndim != 3 or image.shape[2] != 3:
-        raise CameraError(f"a picture must be HxW or HxWx3 pixels, not shape {image.shape}")
-    h, w = image.shape[:2]
-    if h < 16 or w < 16:
-        raise CameraError(f"a picture of {w}x{h} pixels is too small to find tiles in")
-    return np.ascontiguousarray(image)
+def _picture(image: Any) -> np.ndarray:
+    # the finder needs a few cells of its stride-4 grid in each direction
+    return _as_bgr(image, "the picture", min_side=16)
 
 
 def decode_finder(
@@ -351,7 +317,7 @@ class TileRecognizer:
         The finder knows tiles of about 12-80 pixels. When the tiles it finds at the usual
         size are wider than ``rescale_above`` finder pixels (a close-up photo), it looks again
         at the picture shrunk so that they are about ``rescale_to``, and keeps that reading."""
-        img = as_bgr(image)
+        img = _picture(image)
         size = self.input_size
         found = self._find_at(img, size)
         if self.rescale and found:
@@ -390,7 +356,7 @@ class TileRecognizer:
 
     def classify(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """Label probabilities (N x 43) for tiles at ``boxes`` in a picture."""
-        return self._read(as_bgr(image), boxes, place=False)[0]
+        return self._read(_picture(image), boxes, place=False)[0]
 
     def _read(
         self, img: np.ndarray, boxes: list[Box], place: bool = True
@@ -419,7 +385,7 @@ class TileRecognizer:
 
     def embed(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """The classifier's embeddings (N x E) of tiles at ``boxes`` (for enrolment)."""
-        img = as_bgr(image)
+        img = _picture(image)
         if not boxes:
             return np.zeros((0, self._embedding_size), np.float32)
         crops = np.stack([self._crop(img, b) for b in boxes])
@@ -444,7 +410,7 @@ class TileRecognizer:
         """Every tile found in a BGR picture, classified, in reading order (top to bottom,
         left to right). :class:`~controller.errors.CameraError` for a picture that is not
         one (None, empty, wrong type or shape)."""
-        img = as_bgr(image)
+        img = _picture(image)
         found = self.find(img)
         # a tile the finder is sure lies face down needs no reading (walls, concealed kongs)
         to_read = [i for i, f in enumerate(found) if f[3] < self.back_threshold]
