@@ -46,9 +46,11 @@ sys.path.insert(0, str(REPO))
 
 from vision.dataset import (  # noqa: E402
     CROWDED_LABELS,
+    MISS_CAUSES,
     label_overlap,
     load_photos,
     match_detections,
+    miss_causes,
     outside_labelled_area,
 )
 from vision.labels import BACK, label_name  # noqa: E402
@@ -228,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         for crowded in (False, True)
     }
+    # why each labelled tile was missed, and how our boxes compare in size with the labels'
+    # where they match, apart by label fit: the labels of the two kinds of photo follow
+    # different conventions, which caps what one recogniser can score on both
+    causes = {crowded: dict.fromkeys(MISS_CAUSES, 0) for crowded in (False, True)}
+    size_ratio: dict[bool, list[float]] = {False: [], True: []}
     finder_hits = finder_truth = finder_found = 0
     # of the tiles found (any label), how each was read: right, wrong but flagged for the
     # players to confirm, or wrong without a flag (the silent misreads the product must avoid)
@@ -266,6 +273,13 @@ def main(argv: list[str] | None = None) -> int:
         fit_all.add(preds, photo.labels, pairs, silent)
         fit_finder.add(anyl, np.zeros(len(photo.labels), np.int64), pairs_any, silent)
         fit_photos[0] += 1
+        crowded = bool(label_overlap(photo.boxes) >= CROWDED_LABELS)
+        for cause, n in miss_causes(preds, photo.boxes, photo.labels, pairs).items():
+            causes[crowded][cause] += n
+        for i, j in pairs:
+            if j is not None:
+                (_, _, w, h), tb = preds[i][0], photo.boxes[j]
+                size_ratio[crowded].append(float(np.sqrt(w * h / max(1e-9, tb[2] * tb[3]))))
         finder_truth += len(photo.labels)
         finder_found += len(preds)
         # the classifier alone, on the labelled boxes
@@ -329,9 +343,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  photos with {name} (median cover {cover}): {fit_photos[0]} photos")
         for tally in (fit_all, fit_finder):
             print("  " + tally.line())
+        ratios = size_ratio[crowded]
+        median = statistics.median(ratios) if ratios else float("nan")
+        missed = ", ".join(f"{cause} {n}" for cause, n in causes[crowded].items())
+        print(f"    labelled tiles missed: {missed}")
+        print(f"    our box / the label's, matched tiles (side, median): {median:.2f}")
         figures["accuracy_by_label_fit"][name] = {
             "photos": fit_photos[0],
             **{t.name: t.figures() for t in (fit_all, fit_finder)},
+            "missed": causes[crowded],
+            "box_size_ratio": median,
         }
     worst = sorted(per_label.values(), key=lambda t: t.figures()["f1"])[:6]
     weakest = ", ".join(f"{t.name} {t.figures()['f1']:.2f}" for t in worst)

@@ -13,6 +13,7 @@ from controller.errors import ModelError
 from controller.rules.tiles import Tile
 from vision.dataset import (
     CROWDED_LABELS,
+    MISS_CAUSES,
     ROBOFLOW_CODES,
     ROBOFLOW_TO_LABEL,
     SPLITS,
@@ -21,6 +22,7 @@ from vision.dataset import (
     labelled_area,
     load_photos,
     match_detections,
+    miss_causes,
     outside_labelled_area,
     parse_label_file,
     source_of,
@@ -127,6 +129,46 @@ def test_matching_needs_the_label_and_half_the_box():
     ]
     pairs = dict(match_detections(preds, truth, np.array([2, 3])))
     assert pairs == {0: 1, 1: None, 2: None, 3: 0, 4: None}
+
+
+def test_miss_causes_tell_a_box_that_disagrees_from_a_misread_and_a_miss():
+    truth = np.array([[0, 0, 20, 20], [40, 0, 20, 20], [80, 0, 20, 20], [120, 0, 20, 20],
+                      [160, 0, 20, 20], [200, 0, 20, 20], [202, 0, 20, 20]],
+                     np.float32)  # fmt: skip
+    labels = np.array([1, 2, 3, 4, 5, 6, 6])
+    preds = [
+        ((0, 0, 20, 20), 1, 0.9),  # found and read right: matched
+        ((40, 0, 30, 30), 2, 0.9),  # right label, IoU 0.44: the boxes disagree
+        ((80, 0, 20, 20), 9, 0.9),  # on the tile, wrong label
+        ((120, 0, 30, 30), 9, 0.9),  # IoU 0.44 and the wrong label
+        ((400, 0, 20, 20), 5, 0.9),  # nowhere near the fifth tile
+        # two labelled boxes of 6 on one tile (a label drawn twice): one detection of 6 on
+        # both takes one; the other is a box miss, not a misread
+        ((201, 0, 20, 20), 6, 0.9),
+    ]
+    pairs = match_detections(preds, truth, labels)
+    causes = miss_causes(preds, truth, labels, pairs)
+    assert causes == {"box": 2, "misread": 1, "box and misread": 1, "not found": 1}
+    assert list(causes) == list(MISS_CAUSES)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 100), st.integers(0, 100), st.integers(5, 40), st.integers(0, 3)),
+        max_size=8,
+    ),
+    st.lists(
+        st.tuples(st.integers(0, 100), st.integers(0, 100), st.integers(5, 40), st.integers(0, 3)),
+        max_size=8,
+    ),
+)
+def test_miss_causes_account_for_every_unmatched_labelled_tile(truth, found):
+    boxes = np.array([[x, y, w, w] for x, y, w, _ in truth], np.float32).reshape(-1, 4)
+    labels = np.array([label for *_, label in truth], np.int64)
+    preds = [((x, y, w, w), label, 1.0 - i / 10) for i, (x, y, w, label) in enumerate(found)]
+    pairs = match_detections(preds, boxes, labels)
+    matched = sum(j is not None for _, j in pairs)
+    assert sum(miss_causes(preds, boxes, labels, pairs).values()) == len(truth) - matched
 
 
 def test_tile_f1_counts_false_finds_and_misses_per_label_set():

@@ -322,3 +322,52 @@ def tile_f1(
     p = tp / max(1, tp + fp)
     r = tp / max(1, tp + fn)
     return {"precision": p, "recall": r, "f1": 2 * p * r / max(1e-9, p + r), "tiles": tp + fn}
+
+
+MISS_CAUSES = ("box", "misread", "box and misread", "not found")
+"""Why a labelled tile was missed (see :func:`miss_causes`)."""
+
+
+def miss_causes(
+    preds: list[Prediction],
+    truth_boxes: np.ndarray,
+    truth_labels: np.ndarray,
+    pairs: list[tuple[int, int | None]],
+    near: float = 0.25,
+) -> dict[str, int]:
+    """Why each labelled tile that :func:`match_detections` left unmatched was missed:
+
+    - ``box``: a detection with its label lies on it, but with IoU under 0.5 (at least
+      ``near``): the tile was found and read right, and the two boxes disagree;
+    - ``misread``: a detection lies on it with IoU 0.5 or more, with another label;
+    - ``box and misread``: a detection lies on it (IoU ``near`` to 0.5), with another label;
+    - ``not found``: no detection overlaps it by ``near`` or more.
+
+    The split matters because the labels of the real photos do not all fit their tiles
+    (rotated copies, shifted or enlarged boxes): a ``box`` miss may be the label's error,
+    a ``misread`` is the recogniser's."""
+    from vision.detection import box_iou
+
+    hit = {j for _, j in pairs if j is not None}
+    out = dict.fromkeys(MISS_CAUSES, 0)
+    for j, (tb, tl) in enumerate(zip(truth_boxes, truth_labels, strict=True)):
+        if j in hit:
+            continue
+        box = tuple(float(v) for v in tb)
+        best = same = 0.0
+        for p, label, _ in preds:
+            iou = box_iou(p, box)
+            best = max(best, iou)
+            if label == int(tl):
+                same = max(same, iou)
+        if best >= 0.5:
+            # a detection with the label at IoU >= 0.5 would have been matched, unless a
+            # surer one of that label took it first: then this one reads as a box miss
+            out["box" if same >= 0.5 else "misread"] += 1
+        elif same >= near:
+            out["box"] += 1
+        elif best >= near:
+            out["box and misread"] += 1
+        else:
+            out["not found"] += 1
+    return out
