@@ -269,11 +269,11 @@ def main(argv: list[str] | None = None) -> int:
         for tally in per_label.values():
             tally.add(preds, photo.labels, pairs, silent)
         area_finder.add(anyl, np.zeros(len(photo.labels), np.int64), pairs_any, silent)
-        fit_all, fit_finder, fit_photos = by_fit[label_overlap(photo.boxes) >= CROWDED_LABELS]
+        crowded = bool(label_overlap(photo.boxes) >= CROWDED_LABELS)
+        fit_all, fit_finder, fit_photos = by_fit[crowded]
         fit_all.add(preds, photo.labels, pairs, silent)
         fit_finder.add(anyl, np.zeros(len(photo.labels), np.int64), pairs_any, silent)
         fit_photos[0] += 1
-        crowded = bool(label_overlap(photo.boxes) >= CROWDED_LABELS)
         for cause, n in miss_causes(preds, photo.boxes, photo.labels, pairs).items():
             causes[crowded][cause] += n
         for i, j in pairs:

@@ -361,8 +361,8 @@ def miss_causes(
             if label == int(tl):
                 same = max(same, iou)
         if best >= 0.5:
-            # a detection with the label at IoU >= 0.5 would have been matched, unless a
-            # surer one of that label took it first: then this one reads as a box miss
+            # a detection of its label at IoU >= 0.5 left it unmatched only by matching
+            # another labelled box better (labels drawn over each other): a box miss
             out["box" if same >= 0.5 else "misread"] += 1
         elif same >= near:
             out["box"] += 1
