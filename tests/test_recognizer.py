@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import cv2
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -264,6 +265,8 @@ def test_bad_settings():
         ("rescale_above", None, "rescale_above must be a number"),
         ("crop_margin", True, "crop_margin must be a number"),
         ("rescale_to", 90.0, "at most rescale_above"),
+        ("reread_below", "sometimes", "reread_below must be a number"),
+        ("reread_below", 1.5, "reread_below must be 0-1"),
     ],
 )
 def test_bad_numbers_in_the_manifest_are_named(tmp_path, key, value, message):
@@ -273,6 +276,46 @@ def test_bad_numbers_in_the_manifest_are_named(tmp_path, key, value, message):
     (model / "model.json").write_text(json.dumps(manifest))
     with pytest.raises(ModelError, match=message):
         TileRecognizer(model)
+
+
+def test_unsure_tiles_are_read_again_in_their_four_quarter_turns(monkeypatch):
+    rec = TileRecognizer(threads=2)
+    out = _row_scene([34, 35, 36, 37, 31, 32, 33, 0, 9, 18], seed=3)
+    img = out.image
+    # a washed-out, blurred copy: some tiles are read unsure
+    faint = cv2.GaussianBlur(cv2.addWeighted(img, 0.35, np.full_like(img, 200), 0.65, 0), (5, 5), 0)
+    boxes = [t.box for t in out.tiles]
+    crops = np.stack([rec._crop(faint, b) for b in boxes])
+    names = ["logits", "embedding"]
+    turns = [
+        rec._run_classifier(np.ascontiguousarray(np.rot90(crops, k, axes=(1, 2))), names)[0]
+        for k in range(4)
+    ]
+    once = turns[0]
+    cut = float(np.median(once.max(axis=1)))  # half the tiles under it
+    unsure = once.max(axis=1) < cut
+    assert 0 < unsure.sum() < len(boxes)
+    runs: list[int] = []
+    real = TileRecognizer._run_classifier
+
+    def spy(self, batch, wanted):
+        runs.append(len(batch))
+        return real(self, batch, wanted)
+
+    monkeypatch.setattr(TileRecognizer, "_run_classifier", spy)
+    rec.reread_below = cut
+    probs = rec.classify(faint, boxes)
+    # the sure tiles keep their one reading; the unsure ones get the mean of all four turns,
+    # read together in one more run
+    assert runs == [len(boxes), 3 * int(unsure.sum())]
+    np.testing.assert_allclose(probs[~unsure], once[~unsure], atol=1e-6)
+    np.testing.assert_allclose(probs[unsure], np.mean(turns, axis=0)[unsure], atol=1e-5)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+    # never reading again (the default for models without the setting): one run
+    runs.clear()
+    rec.reread_below = 0.0
+    np.testing.assert_allclose(rec.classify(faint, boxes), once, atol=1e-6)
+    assert runs == [len(boxes)]
 
 
 def test_close_ups_are_read_again_shrunk(rec, monkeypatch):

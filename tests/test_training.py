@@ -24,6 +24,7 @@ from vision.training import (  # noqa: E402
     CROP_MARGIN,
     CROP_SIZE,
     EMBEDDING,
+    REREADS,
     RESCALES,
     STORE_SIZE,
     TABLE_SLACK,
@@ -331,10 +332,22 @@ def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
         else "off"
     )
     assert by_rescale[chosen] == max(by_rescale.values())
-    assert manifest["training"]["validation"]["tile_f1"] == by_rescale[chosen]
+    # then the confidence under which a tile is read again turned: a new model starts at
+    # never (0), read with the settings chosen so far
+    by_reread = manifest["training"]["validation"]["tile_f1_by_reread"]
+    assert sorted(map(float, by_reread)) == list(REREADS)
+    assert by_reread["0.0"] == by_rescale[chosen]
+    # of those that read the rendered tables about as well as the best
+    table_u = manifest["training"]["validation"]["table_meld_accuracy_by_reread"]
+    assert sorted(map(float, table_u)) == list(REREADS)
+    fit = [u for u in table_u if table_u[u] >= max(table_u.values()) - TABLE_SLACK]
+    reread = str(manifest["reread_below"])
+    assert reread in fit and by_reread[reread] == max(by_reread[u] for u in fit)
+    assert manifest["training"]["validation"]["tile_f1"] == by_reread[reread]
     assert any("finder epoch 1/1" in line for line in logs)
     rec = TileRecognizer(out)
     assert rec.rescale == manifest["rescale"]
+    assert rec.reread_below == manifest["reread_below"]
     image = (np.random.default_rng(0).random((120, 160, 3)) * 255).astype(np.uint8)
     found = rec.detect(image)  # an untrained model finds anything or nothing, but runs
     assert all(0 <= d.label < 43 for d in found)

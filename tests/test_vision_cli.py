@@ -107,7 +107,7 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
 
     from vision.dataset import load_photos
     from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
-    from vision.training import RESCALES, THRESHOLDS
+    from vision.training import REREADS, RESCALES, THRESHOLDS
 
     # a few validation photos, in the shared data's layout
     data = tmp_path / "data"
@@ -128,10 +128,13 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     assert len(validation["tile_f1_by_threshold"]) == len(THRESHOLDS)
     assert len(validation["table_meld_accuracy_by_threshold"]) == len(THRESHOLDS)
     assert len(validation["tile_f1_by_rescale"]) == len(RESCALES)
-    assert validation["tile_f1"] == max(validation["tile_f1_by_rescale"].values())
+    assert len(validation["tile_f1_by_reread"]) == len(REREADS)
+    assert len(validation["table_meld_accuracy_by_reread"]) == len(REREADS)
+    assert validation["tile_f1"] == validation["tile_f1_by_reread"][str(manifest["reread_below"])]
     assert (model / "finder.onnx").read_bytes() == weights  # nothing was trained
     rec = TileRecognizer(model)
     assert rec.finder_threshold == manifest["finder_threshold"]
+    assert rec.reread_below == manifest["reread_below"]
     # not a model, and nothing to tune on: clear errors
     assert main(["train", "--data", str(data), "--retune", str(tmp_path / "data")]) == 3
     assert "has no model.json" in capsys.readouterr().err

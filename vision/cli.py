@@ -215,7 +215,7 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int) -> int:
     if not photos:
         raise ConfigError(f"no validation photos under {data / 'real-photos'} to tune on")
     manifest = tune(model_dir, photos, threads, lambda msg: print(msg, flush=True), tables)
-    keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to")
+    keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to", "reread_below")
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))
     return EXIT_OK
 
