@@ -918,13 +918,15 @@ def tune(
         return round(area, 4), round(tile_f1(pairs)["f1"], 4)
 
     by_t = {t: scores(t, start) for t in THRESHOLDS}
-    table = {
-        t: round(
-            table_run(set_up(t, start), frames=table_frames, seed=TUNE_TABLE_SEED)["meld_accuracy"],
-            4,
+
+    def melds(threshold: float, reread: float = start_reread) -> float:
+        # table frames never take the close-up second look: the photos' one stands
+        found = set_up(threshold, start, reread)
+        return round(
+            table_run(found, frames=table_frames, seed=TUNE_TABLE_SEED)["meld_accuracy"], 4
         )
-        for t in THRESHOLDS
-    }
+
+    table = {t: melds(t) for t in THRESHOLDS}
     eligible = [t for t in THRESHOLDS if table[t] >= max(table.values()) - TABLE_SLACK]
     threshold = max(eligible, key=lambda t: (by_t[t][0], -abs(t - 0.4)))
     log(
@@ -945,17 +947,7 @@ def tune(
     )
     by_u = {u: by_r[name] if u == start_reread else scores(threshold, rescale, u) for u in REREADS}
     # rereading changes table frames' readings too: held to the threshold's table rule
-    table_u = {
-        u: table[threshold]
-        if u == start_reread
-        else round(
-            table_run(set_up(threshold, start, u), frames=table_frames, seed=TUNE_TABLE_SEED)[
-                "meld_accuracy"
-            ],
-            4,
-        )
-        for u in REREADS
-    }
+    table_u = {u: table[threshold] if u == start_reread else melds(threshold, u) for u in REREADS}
     fit = [u for u in REREADS if table_u[u] >= max(table_u.values()) - TABLE_SLACK]
     # a tie takes the fewer rereads: the same reading for less time
     reread = max(fit, key=lambda u: (by_u[u][0], -u))
