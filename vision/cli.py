@@ -59,8 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--reuse-classifier", type=Path, metavar="MODEL_DIR", help="keep this "
                    "model's classifier and train only the finder")  # fmt: skip
     t.add_argument("--retune", type=Path, metavar="MODEL_DIR", help="train nothing: choose "
-                   "this model's finder threshold and close-up second look again on the "
-                   "validation photos and write them into its model.json")  # fmt: skip
+                   "this model's finder threshold, close-up second look and reread "
+                   "confidence again on the validation photos and write them into its "
+                   "model.json")  # fmt: skip
     t.add_argument("--tune-tables", type=int, default=20, metavar="N", help="rendered tables"
                    " each finder threshold is also run on (default 20)")  # fmt: skip
     t.set_defaults(func=train_command)
