@@ -79,6 +79,12 @@ def test_finder_deep_width_must_be_positive(width, tmp_path):
         TrainConfig.preset("tiny", None, tmp_path, finder_deep_width=width)
 
 
+@pytest.mark.parametrize("share", [-0.1, 1.5, float("nan")])
+def test_share_of_tilted_crops_must_be_a_share(share, tmp_path):
+    with pytest.raises(ModelError, match="tilted crops"):  # before any training starts
+        TrainConfig.preset("tiny", None, tmp_path, classifier_any_tilt=share)
+
+
 def _with_running_statistics(model):
     """The model in eval mode with BatchNorm statistics unlike any one picture's (as after
     training), so that a module handed back in training mode answers differently."""
@@ -280,9 +286,9 @@ def test_box_target_of_an_unmoved_crop_is_the_tile_itself():
 @settings(max_examples=60, deadline=None)
 @given(
     x=st.floats(20, 200), y=st.floats(20, 200), w=st.floats(12, 60), aspect=st.floats(0.5, 2.0),
-    seed=st.integers(0, 2**32 - 1),
+    seed=st.integers(0, 2**32 - 1), any_tilt=st.sampled_from([0.0, 1.0]),
 )  # fmt: skip
-def test_augmented_crops_know_where_their_tile_is(x, y, w, aspect, seed):
+def test_augmented_crops_know_where_their_tile_is(x, y, w, aspect, seed, any_tilt):
     # a white tile on black: whatever window jitter and turn the augmentation draws, the
     # box it says the tile has in the crop, mapped back through the window the crop stands
     # for, lands on the tile
@@ -293,7 +299,7 @@ def test_augmented_crops_know_where_their_tile_is(x, y, w, aspect, seed):
     box = (round(x) - 0.5, round(y) - 0.5, round(x + w) - round(x), round(y + h) - round(y))
     crop = _crop_from_quadless(img, box, None)
     aspects = np.array([[box[2] / max(box[2:]), box[3] / max(box[2:])]], np.float32)
-    out, t = _augment_crops(crop[None], aspects, np.random.default_rng(seed))
+    out, t = _augment_crops(crop[None], aspects, np.random.default_rng(seed), any_tilt)
     cx, cy = (t[0, :2] + 0.5) * CROP_SIZE
     bw, bh = np.exp(t[0, 2:]) * CROP_SIZE
     grey = out[0].max(axis=2).astype(np.float32)
@@ -303,6 +309,31 @@ def test_augmented_crops_know_where_their_tile_is(x, y, w, aspect, seed):
     assume(xs.min() > 0 and ys.min() > 0 and xs.max() < CROP_SIZE - 1 and ys.max() < CROP_SIZE - 1)
     seen = (xs.min() - 0.5, ys.min() - 0.5, xs.max() - xs.min() + 1, ys.max() - ys.min() + 1)
     assert box_iou(seen, (cx - bw / 2, cy - bh / 2, bw, bh)) > 0.85
+
+
+@pytest.mark.parametrize("any_tilt", [0.0, 1.0])
+def test_tilted_crops_frame_the_tile_as_the_recognisers_crop_would(any_tilt):
+    # the recogniser cuts its crop around the box that holds a tile, CROP_MARGIN x its longer
+    # side: however far a crop is tilted, the box around its tile must keep that share of the
+    # crop (up to the window's scale jitter), or tilted tiles would be learnt larger than
+    # they are ever seen
+    img = np.zeros((200, 200, 3), np.uint8)
+    cv2.rectangle(img, (85, 80), (114, 119), (255,) * 3, -1)
+    crop = _crop_from_quadless(img, (84.5, 79.5, 30, 40), None)
+    n = 400
+    _, t = _augment_crops(
+        np.repeat(crop[None], n, axis=0), np.tile([[0.75, 1.0]], (n, 1)).astype(np.float32),
+        np.random.default_rng(7), any_tilt,
+    )  # fmt: skip
+    sides = np.exp(t[:, 2:])
+    longer = sides.max(axis=1) * CROP_MARGIN
+    assert 0.95 < np.median(longer) < 1.15
+    # and the tilts are drawn: a 3:4 tile turned near 45 degrees has a box near square
+    squarish = np.mean((sides[:, 0] / sides[:, 1] > 0.88) & (sides[:, 0] / sides[:, 1] < 1.14))
+    if any_tilt:
+        assert squarish > 0.25
+    else:
+        assert squarish == 0.0
 
 
 def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):

@@ -81,24 +81,33 @@ def test_train_tiny(tmp_path, shared_data, capsys):
     out = tmp_path / "m"
     code = main(
         ["train", "--preset", "tiny", "--data", str(shared_data), "--out", str(out),
-         "--classifier-epochs", "2", "--finder-deep-width", "0.5"]
+         "--classifier-epochs", "2", "--finder-deep-width", "0.5", "--classifier-any-tilt", "0.5"]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
     assert "model written to" in printed and "classifier epoch 2/2" in printed
     config = json.loads((out / "model.json").read_text())["training"]["config"]
     assert config["classifier_epochs"] == 2 and config["finder_deep_width"] == 0.5
+    assert config["classifier_any_tilt"] == 0.5
     from vision.recognizer import TileRecognizer
 
     TileRecognizer(out)  # the narrower finder loads and runs like any other
     assert main(["detect", "--model", str(out), "--json", str(shared_data / "README.md")]) == 2
 
 
-def test_train_with_a_finder_of_no_deep_width(tmp_path, shared_data, capsys):
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--finder-deep-width", "0", "--finder-deep-width must be above 0"),
+        ("--classifier-any-tilt", "1.5", "--classifier-any-tilt must be a share from 0 to 1"),
+        ("--classifier-any-tilt", "nan", "--classifier-any-tilt must be a share from 0 to 1"),
+    ],
+)
+def test_train_with_an_option_out_of_range(tmp_path, shared_data, capsys, option, value, said):
     pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
     args = ["train", "--preset", "tiny", "--data", str(shared_data), "--out", str(tmp_path)]
-    assert main([*args, "--finder-deep-width", "0"]) == 2
-    assert "--finder-deep-width must be above 0" in capsys.readouterr().err
+    assert main([*args, option, value]) == 2
+    assert said in capsys.readouterr().err
     assert not (tmp_path / "model.json").exists()
 
 

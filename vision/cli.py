@@ -52,6 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--classifier-epochs", type=int, help="override the preset's classifier epochs")
     t.add_argument("--finder-deep-width", type=float, help="scale the channel counts of "
                    "the finder's two deepest stages (default 1: the committed design)")  # fmt: skip
+    t.add_argument("--classifier-any-tilt", type=float, metavar="SHARE", help="the share of "
+                   "the classifier's training crops turned by any angle up to 45 degrees "
+                   "(default 0: small turns only)")  # fmt: skip
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=None, help="CPU threads (default 2)")
     t.add_argument("--reuse-finder", type=Path, metavar="MODEL_DIR", help="keep this model's "
@@ -177,6 +180,10 @@ def train_command(args: argparse.Namespace) -> int:
         raise ConfigError(f"--tune-tables must be at least 1, not {args.tune_tables}")
     if args.finder_deep_width is not None and not args.finder_deep_width > 0:
         raise ConfigError(f"--finder-deep-width must be above 0, not {args.finder_deep_width}")
+    if args.classifier_any_tilt is not None and not 0 <= args.classifier_any_tilt <= 1:
+        raise ConfigError(
+            f"--classifier-any-tilt must be a share from 0 to 1, not {args.classifier_any_tilt}"
+        )
     if args.retune is not None:
         return _retune(args.retune, data, args.threads or default_threads(), args.tune_tables)
     out = args.out or DEFAULT_MODEL_DIR
@@ -194,6 +201,11 @@ def train_command(args: argparse.Namespace) -> int:
         **(
             {"finder_deep_width": args.finder_deep_width}
             if args.finder_deep_width is not None
+            else {}
+        ),
+        **(
+            {"classifier_any_tilt": args.classifier_any_tilt}
+            if args.classifier_any_tilt is not None
             else {}
         ),
         log=lambda msg: print(msg, flush=True),

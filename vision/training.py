@@ -90,6 +90,10 @@ class TrainConfig:
     crops_at_found_boxes: bool = True
     """Cut the classifier's real crops at the finder's box where it finds the tile (as the
     recogniser will), at the labelled box where it does not (:func:`boxes_at_found`)."""
+    classifier_any_tilt: float = 0.0
+    """The share of the classifier's training crops turned by any angle up to 45 degrees
+    instead of a few (tiles tossed askew on the table, close-ups taken at a slant); 0 keeps
+    the small turns only, as the committed classifier was trained."""
     tune_table_frames: int = 20
     """Rendered tables each finder threshold is also run on when it is chosen (see
     :func:`tune`)."""
@@ -104,6 +108,10 @@ class TrainConfig:
         if not self.finder_deep_width > 0:
             raise ModelError(
                 f"the finder's deep width must be above 0, not {self.finder_deep_width}"
+            )
+        if not 0 <= self.classifier_any_tilt <= 1:
+            raise ModelError(
+                f"the share of tilted crops must be from 0 to 1, not {self.classifier_any_tilt}"
             )
 
     @classmethod
@@ -697,11 +705,12 @@ def _found_boxes(cfg: TrainConfig, photos, finder_file: Path) -> dict[Path, np.n
 
 
 def _augment_crops(
-    batch: np.ndarray, aspects: np.ndarray, rng: np.random.Generator
+    batch: np.ndarray, aspects: np.ndarray, rng: np.random.Generator, any_tilt: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random jitter of the crop window (as the finder's boxes wander), quarter turns, small
     rotations and colour changes; STORE_SIZE in, CROP_SIZE out; with each tile's box in its
-    crop (:func:`box_target`).
+    crop (:func:`box_target`). A share ``any_tilt`` of the crops is turned by any angle up to
+    45 degrees either way instead of a small one.
 
     The window's scale and shift follow the finder's errors on the validation photos: its
     boxes' sides are 0.66-1.23 of the labelled ones (10th-90th percentile; too small more
@@ -712,7 +721,14 @@ def _augment_crops(
     c = STORE_SIZE / 2
     for i, img in enumerate(batch):
         scale = float(np.exp(np.clip(rng.normal(0.05, 0.17), -0.3, 0.45)))
-        angle = float(rng.integers(4) * 90 + rng.normal(0, 6))
+        tilt = rng.uniform(-45, 45) if any_tilt and rng.random() < any_tilt else rng.normal(0, 6)
+        if any_tilt:
+            # the recogniser cuts its crop around the box that holds the tilted tile, which
+            # is larger than the tile: in that crop the tile looks smaller
+            ct, st = abs(math.cos(math.radians(tilt))), abs(math.sin(math.radians(tilt)))
+            aw, ah = (float(v) for v in aspects[i])
+            scale /= max(aw * ct + ah * st, aw * st + ah * ct)
+        angle = float(rng.integers(4) * 90 + tilt)
         m = cv2.getRotationMatrix2D((c, c), angle, scale)
         m[:, 2] += (CROP_SIZE / 2 - c) + rng.normal(0, 0.07 * CROP_SIZE, 2)
         warped = cv2.warpAffine(img, m, (CROP_SIZE, CROP_SIZE), borderMode=cv2.BORDER_REPLICATE)
@@ -1114,7 +1130,7 @@ def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=Non
         losses = []
         for b in range(steps):
             idx = order[b * cfg.classifier_batch : (b + 1) * cfg.classifier_batch]
-            xb, tb = _augment_crops(x_all[idx], data.aspects[idx], rng)
+            xb, tb = _augment_crops(x_all[idx], data.aspects[idx], rng, cfg.classifier_any_tilt)
             logits, _, box = model(torch.from_numpy(xb.astype(np.float32).transpose(0, 3, 1, 2)))
             loss = loss_fn(logits, torch.from_numpy(y_all[idx])) + BOX_WEIGHT * (
                 torch.nn.functional.smooth_l1_loss(box, torch.from_numpy(tb), beta=0.05)
