@@ -12,7 +12,7 @@ Prints, on the held-out split of the real photos (sources never trained on):
   photos label only the players' rows; see :func:`vision.dataset.labelled_area`), and the
   tile finder alone on that footing;
 - on that footing too, the flowers as the score sees them: every flower tile is one 花
-  whichever it is (RULES.md), so a flower read as another flower counts as right;
+  whichever it is (docs/rules.md), so a flower read as another flower counts as right;
 - the labelled-area figures apart for photos whose labelled boxes cover their neighbours
   (:func:`vision.dataset.label_overlap`: rotated copies, shifted or enlarged boxes, where a
   detection that fits its tile can miss IoU 0.5) and for the rest;
