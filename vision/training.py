@@ -721,6 +721,7 @@ def _augment_crops(
     c = STORE_SIZE / 2
     for i, img in enumerate(batch):
         scale = float(np.exp(np.clip(rng.normal(0.05, 0.17), -0.3, 0.45)))
+        # with no share asked for, draw and frame as the committed classifier was trained
         tilt = rng.uniform(-45, 45) if any_tilt and rng.random() < any_tilt else rng.normal(0, 6)
         if any_tilt:
             # the recogniser cuts its crop around the box that holds the tilted tile, which

@@ -1,0 +1,27 @@
+"""The turned-tile benchmark's geometry: a tile turned with its picture stays inside the box
+the benchmark reads it at."""
+
+import importlib.util
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "turned_bench", Path(__file__).resolve().parent.parent / "bench" / "turned_bench.py"
+)
+turned_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(turned_bench)
+
+
+@pytest.mark.parametrize("angle", [0, 15, 30, 45, -30])
+def test_a_turned_tile_fills_the_box_that_holds_it(angle):
+    img = np.zeros((120, 160, 3), np.uint8)
+    cv2.rectangle(img, (40, 30), (69, 69), (255,) * 3, -1)  # 30 x 40 px
+    big, boxes = turned_bench.turned(img, np.array([[39.5, 29.5, 30.0, 40.0]]), angle)
+    assert big.shape[:2] == (180, 240)
+    ys, xs = np.nonzero(big.max(axis=2) > 127)
+    seen = (xs.min() - 0.5, ys.min() - 0.5, xs.max() + 0.5, ys.max() + 0.5)
+    x, y, w, h = boxes[0]
+    assert seen == pytest.approx((x, y, x + w, y + h), abs=1.5)
