@@ -1,0 +1,363 @@
+"""An audit sheet for the real photos' labels: every photo of a split read by the recogniser,
+the worst drawn with the labelled boxes and the detections over it, and a verdict column for
+a person to fill in; then the tile F1 over the photos each verdict names.
+
+    python bench/label_audit.py OUT [--split held_out] [--photos 60] [--model DIR] [--data DIR]
+    python bench/label_audit.py OUT --blind [--photos 40] [--seed 0]
+    python bench/label_audit.py --score OUT/audit.csv [--split held_out] [--model DIR]
+
+The first form writes ``OUT/audit.csv`` (one row per photo, worst tile F1 first: its tiles,
+F1 over the labelled area, misses by cause as :func:`vision.dataset.miss_causes` splits them,
+how much its labels cover one another, our box's side over the label's), ``OUT/index.html``
+(the rows with their pictures) and a picture per drawn photo:
+
+- a labelled box matched by a detection of its label at IoU >= 0.5: green;
+- a labelled box missed: magenta, with its label;
+- a detection matched: thin blue; unmatched inside the labelled area (a false find): red,
+  with its label; unmatched outside it (not counted): grey.
+
+With ``--blind`` the recogniser is not run: the photos come in a shuffled order (``--seed``)
+and each picture shows the labelled boxes alone, so that a verdict cannot lean on how the
+recogniser did on the photo; the sheet holds no figures. The verdicts of a blind audit of a
+random sample say how the figure over fitting photos compares with the whole:
+``bench/audits/held_out_blind_seed0.csv`` holds the verdicts on the first 80 held-out photos
+of seed 0's order (figures in ``docs/benchmarks.md``).
+
+The ``verdict`` column is for the auditor: ``fits`` where the labelled boxes sit on their
+tiles as a person would draw them, ``misfit`` where they do not (shifted off the tiles, or
+enlarged to take in the neighbours), empty where not looked at. ``--score`` reads the verdicts
+back, runs the recogniser over the split again, and prints the tile F1 over the labelled area
+for every photo and for each verdict's photos apart. The headline figure of
+``docs/benchmarks.md`` stays the one over every photo: which photos fit is for whoever owns
+the target to decide, and this sheet is the evidence to decide it on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from vision.dataset import (  # noqa: E402
+    MISS_CAUSES,
+    LabelledPhoto,
+    Prediction,
+    label_overlap,
+    load_photos,
+    match_detections,
+    miss_causes,
+    outside_labelled_area,
+    tile_f1,
+)
+from vision.labels import label_name  # noqa: E402
+from vision.recognizer import TileRecognizer  # noqa: E402
+
+VERDICTS = ("fits", "misfit")
+"""What an auditor may write in the ``verdict`` column (or leave it empty)."""
+BLIND_COLUMNS = ("rank", "photo", "source", "picture", "verdict")
+"""The columns of a blind sheet (no figures)."""
+COLUMNS = (
+    "rank",
+    "photo",
+    "source",
+    "tiles",
+    "f1",
+    "overlap",
+    *(c.replace(" ", "_") for c in MISS_CAUSES),
+    "box_ratio",
+    "picture",
+    "verdict",
+)
+
+# BGR
+MATCHED = (60, 190, 60)
+MISSED = (220, 40, 220)
+FOUND = (230, 120, 30)
+FALSE = (40, 40, 230)
+SILENT = (150, 150, 150)
+
+
+class AuditError(Exception):
+    """A verdict sheet that cannot be read (the message says where and why)."""
+
+
+def figures(preds: list[Prediction], photo: LabelledPhoto) -> dict[str, object]:
+    """One photo's row: tiles, F1 over the labelled area, misses by cause, label overlap and
+    the median of our box's side over the label's where they match."""
+    pairs = match_detections(preds, photo.boxes, photo.labels)
+    f = tile_f1([(preds, photo)], labelled_area_only=True)
+    ratios = [
+        float(np.sqrt(preds[i][0][2] * preds[i][0][3] / max(1e-9, b[2] * b[3])))
+        for i, j in pairs
+        if j is not None
+        for b in (photo.boxes[j],)
+    ]
+    row: dict[str, object] = {
+        "photo": photo.path.name,
+        "source": photo.source,
+        "tiles": len(photo.labels),
+        "f1": round(f["f1"], 3),
+        "overlap": round(label_overlap(photo.boxes), 3),
+    }
+    for cause, n in miss_causes(preds, photo.boxes, photo.labels, pairs).items():
+        row[cause.replace(" ", "_")] = n
+    row["box_ratio"] = round(float(np.median(ratios)), 2) if ratios else ""
+    return row
+
+
+def draw(img: np.ndarray, photo: LabelledPhoto, preds: list[Prediction] | None) -> np.ndarray:
+    """The photo with its labelled boxes and the detections drawn over it (colours as in the
+    module's docstring), doubled in size when small so that the labels can be read. With
+    ``preds`` None (a blind audit) only the labelled boxes, all green, without names."""
+    scale = 2 if max(img.shape[:2]) <= 800 else 1
+    out = cv2.resize(img, None, fx=scale, fy=scale, interpolation=cv2.INTER_LINEAR)
+    if preds is None:
+        for box in photo.boxes:
+            x, y, w, h = (float(v) * scale for v in box)
+            cv2.rectangle(out, (round(x), round(y)), (round(x + w), round(y + h)), MATCHED, 2)
+        return out
+    pairs = match_detections(preds, photo.boxes, photo.labels)
+    hit = {j for _, j in pairs if j is not None}
+    silent = outside_labelled_area(preds, photo)
+
+    def rect(box, colour, thick, text=""):
+        x, y, w, h = (float(v) * scale for v in box)
+        p0, p1 = (round(x), round(y)), (round(x + w), round(y + h))
+        cv2.rectangle(out, p0, p1, colour, thick)
+        if text:
+            cv2.putText(out, text, (p0[0] + 2, p1[1] - 3), cv2.FONT_HERSHEY_SIMPLEX, 0.45,
+                        colour, 1, cv2.LINE_AA)  # fmt: skip
+
+    for j, (box, label) in enumerate(zip(photo.boxes, photo.labels, strict=True)):
+        if j in hit:
+            rect(box, MATCHED, 2)
+        else:
+            rect(box, MISSED, 2, label_name(int(label)))
+    for i, j in pairs:
+        box, label, _ = preds[i]
+        if j is not None:
+            rect(box, FOUND, 1)
+        elif silent[i]:
+            rect(box, SILENT, 1)
+        else:
+            # a false find's label goes at its top, clear of a missed label's at the bottom
+            rect(box, FALSE, 1)
+            x, y = (round(float(v) * scale) for v in box[:2])
+            cv2.putText(out, label_name(label), (x + 2, y + 12), cv2.FONT_HERSHEY_SIMPLEX,
+                        0.45, FALSE, 1, cv2.LINE_AA)  # fmt: skip
+    return out
+
+
+def read_verdicts(path: Path, photos: Sequence[LabelledPhoto]) -> dict[str, str]:
+    """``{photo file name: verdict}`` for the rows of an audit sheet whose verdict is filled
+    in. :class:`AuditError` for a sheet without the ``photo`` and ``verdict`` columns, a
+    verdict other than :data:`VERDICTS`, a photo named twice, or one not in ``photos``."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AuditError(f"cannot read the audit sheet {path}: {exc}") from None
+    rows = csv.DictReader(text.splitlines())
+    missing = {"photo", "verdict"} - set(rows.fieldnames or ())
+    if missing:
+        raise AuditError(f"{path} has no {' or '.join(sorted(missing))} column")
+    known = {p.path.name for p in photos}
+    out: dict[str, str] = {}
+    for n, row in enumerate(rows, 2):
+        name = (row["photo"] or "").strip()
+        verdict = (row["verdict"] or "").strip().lower()
+        if name in out:
+            raise AuditError(f"{path} line {n}: {name} is named twice")
+        if name not in known:
+            raise AuditError(f"{path} line {n}: {name!r} is not a photo of this split")
+        if not verdict:
+            continue
+        if verdict not in VERDICTS:
+            raise AuditError(
+                f"{path} line {n}: verdict {row['verdict']!r} for {name}; write "
+                f"{' or '.join(VERDICTS)}, or leave it empty"
+            )
+        out[name] = verdict
+    return out
+
+
+def write_sheet(
+    out: Path,
+    rows: list[dict[str, object]],
+    pictures: dict[str, str],
+    columns: Sequence[str] = COLUMNS,
+) -> None:
+    """``audit.csv`` and ``index.html`` in ``out`` for ``rows`` (already ranked); the blind
+    form when ``columns`` is :data:`BLIND_COLUMNS`."""
+    blind = tuple(columns) == BLIND_COLUMNS
+    with (out / "audit.csv").open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, columns, restval="", extrasaction="ignore")
+        w.writeheader()
+        for row in rows:
+            w.writerow({**row, "picture": pictures.get(str(row["photo"]), ""), "verdict": ""})
+    cells = []
+    for row in rows:
+        pic = pictures.get(str(row["photo"]))
+        if not pic:
+            continue
+        facts = ", ".join(f"{k} {row[k]}" for k in columns[3:-2] if row.get(k, "") != "")
+        cells.append(
+            f'<figure><img src="{html.escape(pic)}" loading="lazy">'
+            f"<figcaption>#{row['rank']} {html.escape(str(row['photo']))}<br>{facts}"
+            "</figcaption></figure>"
+        )
+    legend = (
+        "the labelled boxes alone, in a shuffled order."
+        if blind
+        else (
+            "labelled box matched: green; labelled box missed: magenta, with its label; detection "
+            "matched: thin blue; false find inside the labelled area: red, with its label; "
+            "unmatched outside it (not counted): grey."
+        )
+    )
+    (out / "index.html").write_text(
+        "<!doctype html><meta charset=utf-8><title>Label audit</title>"
+        "<style>body{font:14px sans-serif}figure{display:inline-block;margin:8px;"
+        "vertical-align:top;max-width:660px}img{max-width:640px}</style>"
+        f"<h1>Label audit{', blind' if blind else ', worst tile F1 first'}</h1><p>{legend}</p>"
+        "<p>Write <b>fits</b> (the boxes sit on their tiles) or <b>misfit</b> (shifted off "
+        "them, or enlarged to take in the neighbours) "
+        "in audit.csv's verdict column for each photo looked at, then run <code>python "
+        f"bench/label_audit.py --score {html.escape(str(out / 'audit.csv'))}</code>.</p>"
+        + "".join(cells),
+        encoding="utf-8",
+    )
+
+
+def score(
+    verdicts: dict[str, str], photos: Sequence[LabelledPhoto], preds: Sequence[list[Prediction]]
+) -> dict[str, dict[str, float]]:
+    """Tile F1 over the labelled area and the misses by cause (:data:`MISS_CAUSES`) for every
+    photo and for each verdict's photos (and the photos not audited), keyed ``all``,
+    ``fits``, ``misfit``, ``not audited``."""
+    groups: dict[str, list[tuple[list[Prediction], LabelledPhoto]]] = {
+        "all": [],
+        **{v: [] for v in VERDICTS},
+        "not audited": [],
+    }
+    for p, photo in zip(preds, photos, strict=True):
+        groups["all"].append((p, photo))
+        groups[verdicts.get(photo.path.name, "not audited")].append((p, photo))
+    out = {}
+    for name, group in groups.items():
+        row: dict[str, float] = {**tile_f1(group, labelled_area_only=True), "photos": len(group)}
+        for p, photo in group:
+            pairs = match_detections(p, photo.boxes, photo.labels)
+            for cause, n in miss_causes(p, photo.boxes, photo.labels, pairs).items():
+                row[cause] = row.get(cause, 0) + n
+        out[name] = row
+    return out
+
+
+def blind_sheet(out: Path, photos: Sequence[LabelledPhoto], drawn: int, seed: int) -> None:
+    """The blind sheet: ``photos`` shuffled by ``seed``, the first ``drawn`` pictured with
+    their labelled boxes alone."""
+    out.mkdir(parents=True, exist_ok=True)
+    order = np.random.default_rng(seed).permutation(len(photos))
+    rows, pictures = [], {}
+    for rank, k in enumerate(order, 1):
+        photo = photos[k]
+        rows.append({"rank": rank, "photo": photo.path.name, "source": photo.source})
+        if rank <= drawn:
+            pictures[photo.path.name] = name = f"{rank:03d}.png"
+            cv2.imwrite(str(out / name), draw(photo.image(), photo, None))
+    write_sheet(out, rows, pictures, BLIND_COLUMNS)
+
+
+def ranked_sheet(
+    out: Path,
+    photos: Sequence[LabelledPhoto],
+    images: Sequence[np.ndarray],
+    preds: Sequence[list[Prediction]],
+    drawn: int,
+) -> None:
+    """The sheet ranked by tile F1, worst first, the first ``drawn`` pictured with the
+    labelled boxes and the detections."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [figures(p, photo) for p, photo in zip(preds, photos, strict=True)]
+    order = sorted(range(len(rows)), key=lambda k: (rows[k]["f1"], -rows[k]["overlap"]))
+    ranked, pictures = [], {}
+    for rank, k in enumerate(order, 1):
+        ranked.append({"rank": rank, **rows[k]})
+        if rank <= drawn:
+            pictures[photos[k].path.name] = name = f"{rank:03d}.png"
+            cv2.imwrite(str(out / name), draw(images[k], photos[k], preds[k]))
+    write_sheet(out, ranked, pictures)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path, nargs="?", help="folder for the audit sheet")
+    ap.add_argument("--score", type=Path, help="an audit sheet with verdicts filled in")
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--split", default="held_out")
+    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--photos", type=int, default=60, help="how many photos to picture")
+    ap.add_argument("--limit", type=int, help="only the split's first photos (a quick look)")
+    ap.add_argument(
+        "--blind", action="store_true", help="labelled boxes only, shuffled, no recogniser"
+    )
+    ap.add_argument("--seed", type=int, default=0, help="the blind sheet's shuffle")
+    args = ap.parse_args(argv)
+    if (args.out is None) == (args.score is None):
+        ap.error("give either an output folder or --score SHEET")
+    if args.blind and args.out is None:
+        ap.error("--blind writes a sheet: give an output folder")
+
+    photos = load_photos(args.data / "real-photos", [args.split])[: args.limit]
+    drawn = min(args.photos, len(photos))
+    if args.blind:
+        blind_sheet(args.out, photos, drawn, args.seed)
+        print(
+            f"{len(photos)} {args.split} photos shuffled, the first {drawn} pictured with their "
+            f"labels alone: {args.out / 'index.html'}; verdicts go in {args.out / 'audit.csv'}"
+        )
+        return 0
+    verdicts = {}
+    if args.score is not None:
+        # a sheet that cannot be read is said before the photos are read
+        try:
+            verdicts = read_verdicts(args.score, photos)
+        except AuditError as exc:
+            print(f"label_audit: {exc}", file=sys.stderr)
+            return 2
+    rec = TileRecognizer(args.model, threads=2)
+    images = [p.image() for p in photos]
+    preds = [[(d.box, d.label, d.confidence) for d in rec.detect(im)] for im in images]
+    if args.score is not None:
+        print(
+            f"{len(photos)} {args.split} photos, {len(verdicts)} audited; tile F1 over the "
+            f"labelled area, and the labelled tiles missed by cause:"
+        )
+        for name, f in score(verdicts, photos, preds).items():
+            misses = ", ".join(f"{c} {int(f[c])}" for c in MISS_CAUSES)
+            print(
+                f"  {name:<12} {int(f['photos']):>4} photos  P {f['precision']:.3f}  "
+                f"R {f['recall']:.3f}  F1 {f['f1']:.3f}  ({int(f['tiles'])} tiles; {misses})"
+            )
+        return 0
+    ranked_sheet(args.out, photos, images, preds, drawn)
+    whole = tile_f1(list(zip(preds, photos, strict=True)), labelled_area_only=True)
+    print(
+        f"{len(photos)} {args.split} photos, tile F1 over the labelled area {whole['f1']:.3f}; "
+        f"the worst {drawn} pictured: {args.out / 'index.html'}; verdicts go in "
+        f"{args.out / 'audit.csv'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""The label audit sheet: its pictures, its verdicts read back, and the figures per verdict."""
+
+import csv
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vision.dataset import LabelledPhoto, tile_f1
+
+_spec = importlib.util.spec_from_file_location(
+    "label_audit", Path(__file__).resolve().parent.parent / "bench" / "label_audit.py"
+)
+label_audit = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(label_audit)
+
+
+def _photo(name: str, boxes, labels, size=(200, 100)) -> LabelledPhoto:
+    return LabelledPhoto(
+        Path("/nowhere") / name,
+        name.split(".")[0],
+        size,
+        np.array(boxes, np.float32).reshape(-1, 4),
+        np.array(labels, np.int64),
+    )
+
+
+def _sheet(tmp_path: Path, rows: list[tuple[str, str]], header=("photo", "verdict")) -> Path:
+    path = tmp_path / "audit.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["rank", *header])
+        for k, row in enumerate(rows, 1):
+            w.writerow([k, *row])
+    return path
+
+
+PHOTOS = [_photo(f"p{k}.jpg", [(10, 10, 20, 30)], [0]) for k in range(3)]
+
+
+def test_verdicts_are_read_back_and_empty_ones_left_out(tmp_path):
+    sheet = _sheet(tmp_path, [("p0.jpg", "fits"), ("p1.jpg", " MISFIT "), ("p2.jpg", "")])
+    assert label_audit.read_verdicts(sheet, PHOTOS) == {"p0.jpg": "fits", "p1.jpg": "misfit"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "header", "says"),
+    [
+        ([("p0.jpg", "fits")], ("photo", "verdict_"), "no verdict column"),
+        ([("p0.jpg", "fine")], ("photo", "verdict"), "line 2: verdict 'fine' for p0.jpg"),
+        ([("p9.jpg", "fits")], ("photo", "verdict"), "'p9.jpg' is not a photo of this split"),
+        ([("p0.jpg", "fits"), ("p0.jpg", "")], ("photo", "verdict"), "line 3: p0.jpg is named"),
+    ],
+)
+def test_a_sheet_that_cannot_be_read_says_where_and_why(tmp_path, rows, header, says):
+    with pytest.raises(label_audit.AuditError, match=says):
+        label_audit.read_verdicts(_sheet(tmp_path, rows, header), PHOTOS)
+
+
+def test_a_missing_sheet_is_an_audit_error(tmp_path):
+    with pytest.raises(label_audit.AuditError, match="cannot read the audit sheet"):
+        label_audit.read_verdicts(tmp_path / "none.csv", PHOTOS)
+
+
+def test_the_figures_per_verdict_split_the_photos():
+    right = [((10.0, 10.0, 20.0, 30.0), 0, 0.9)]
+    wrong = [((10.0, 10.0, 20.0, 30.0), 5, 0.9)]
+    preds = [right, wrong, right]
+    out = label_audit.score({"p0.jpg": "fits", "p1.jpg": "misfit"}, PHOTOS, preds)
+    assert [out[k]["photos"] for k in ("all", "fits", "misfit", "not audited")] == [3, 1, 1, 1]
+    assert out["fits"]["f1"] == 1.0 and out["misfit"]["f1"] == 0.0
+    assert out["misfit"]["misread"] == 1 and out["all"]["misread"] == 1
+    whole = tile_f1(list(zip(preds, PHOTOS, strict=True)), labelled_area_only=True)
+    assert out["all"]["f1"] == pytest.approx(whole["f1"])
+
+
+def test_a_photo_read_right_has_no_misses():
+    photo = _photo("a.jpg", [(10, 10, 20, 30), (40, 10, 20, 30)], [0, 1])
+    preds = [((10.0, 10.0, 20.0, 30.0), 0, 0.9), ((40.0, 10.0, 20.0, 30.0), 1, 0.8)]
+    row = label_audit.figures(preds, photo)
+    assert row["f1"] == 1.0 and row["box_ratio"] == 1.0 and row["tiles"] == 2
+    assert [row[c] for c in ("box", "misread", "box_and_misread", "not_found")] == [0] * 4
+
+
+def _colour_at(img: np.ndarray, xy) -> tuple[int, ...]:
+    # the pictures are drawn at twice the photo's size
+    x, y = xy
+    return tuple(int(v) for v in img[2 * y, 2 * x])
+
+
+def test_the_picture_colours_each_box_by_what_it_is():
+    photo = _photo("a.jpg", [(10, 10, 20, 30), (60, 10, 20, 30)], [0, 1])
+    img = np.zeros((100, 200, 3), np.uint8)
+    preds = [
+        ((12.0, 12.0, 20.0, 30.0), 0, 0.9),  # right: the label matched
+        ((35.0, 10.0, 20.0, 30.0), 3, 0.9),  # a false find between the labels
+        ((170.0, 60.0, 20.0, 30.0), 3, 0.9),  # outside the labelled area: not counted
+    ]
+    out = label_audit.draw(img, photo, preds)
+    assert out.shape == (200, 400, 3)
+    assert _colour_at(out, (10, 25)) == label_audit.MATCHED  # the matched label's left edge
+    assert _colour_at(out, (60, 25)) == label_audit.MISSED
+    assert _colour_at(out, (12, 30)) == label_audit.FOUND
+    assert _colour_at(out, (35, 30)) == label_audit.FALSE
+    assert _colour_at(out, (170, 75)) == label_audit.SILENT
+    blind = label_audit.draw(img, photo, None)
+    assert _colour_at(blind, (60, 25)) == label_audit.MATCHED  # labels alone, one colour
+
+
+def test_blind_sheet_then_scored_on_the_real_photos(shared_data, tmp_path, capsys):
+    out = tmp_path / "blind"
+    argv = ["--data", str(shared_data), "--limit", "5"]
+    assert label_audit.main([str(out), "--blind", "--photos", "2", *argv]) == 0
+    rows = list(csv.DictReader((out / "audit.csv").open()))
+    assert len(rows) == 5 and sorted(p.name for p in out.glob("*.png")) == ["001.png", "002.png"]
+    assert "f1" not in rows[0]  # a blind sheet holds no figures
+    assert "001.png" in (out / "index.html").read_text()
+    rows[0]["verdict"], rows[1]["verdict"] = "fits", "misfit"
+    with (out / "audit.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, rows[0].keys())
+        w.writeheader()
+        w.writerows(rows)
+    capsys.readouterr()
+    assert label_audit.main(["--score", str(out / "audit.csv"), *argv]) == 0
+    said = capsys.readouterr().out
+    assert "5 held_out photos, 2 audited" in said
+    assert "fits            1 photos" in said and "not audited     3 photos" in said
+
+
+def test_ranked_sheet_puts_the_worst_photos_first(shared_data, tmp_path):
+    out = tmp_path / "ranked"
+    argv = [str(out), "--data", str(shared_data), "--limit", "6", "--photos", "3"]
+    assert label_audit.main(argv) == 0
+    rows = list(csv.DictReader((out / "audit.csv").open()))
+    f1 = [float(r["f1"]) for r in rows]
+    assert len(rows) == 6 and f1 == sorted(f1)
+    assert [r["picture"] for r in rows] == ["001.png", "002.png", "003.png", "", "", ""]
+
+
+def test_a_bad_sheet_stops_before_the_photos_are_read(shared_data, tmp_path, capsys):
+    sheet = _sheet(tmp_path, [("not-a-photo.jpg", "fits")])
+    argv = ["--score", str(sheet), "--data", str(shared_data), "--limit", "3"]
+    assert label_audit.main(argv) == 2
+    assert "'not-a-photo.jpg' is not a photo of this split" in capsys.readouterr().err
+
+
+def test_the_committed_audit_names_photos_of_the_held_out_split(shared_data):
+    from vision.dataset import load_photos
+
+    photos = load_photos(shared_data / "real-photos", ["held_out"])
+    sheet = Path(label_audit.__file__).parent / "audits" / "held_out_blind_seed0.csv"
+    verdicts = label_audit.read_verdicts(sheet, photos)
+    assert sorted(set(verdicts.values())) == ["fits", "misfit"] and len(verdicts) == 70
