@@ -31,6 +31,8 @@ from vision.training import (  # noqa: E402
     THRESHOLDS,
     TrainConfig,
     _augment_crops,
+    _box_loss,
+    _classifier_data,
     _crop_from_quadless,
     _finder_loss,
     _finder_targets,
@@ -217,6 +219,41 @@ def test_finder_leaves_out_photos_whose_boxes_cover_their_neighbours(tmp_path):
     assert "1 of 2" in logged[0]
     keep_all = TrainConfig.preset("tiny", None, tmp_path, finder_max_label_overlap=None)
     assert _fitting_photos(keep_all, [apart, covering]) == [apart, covering]
+
+
+def test_crowded_labelled_boxes_teach_only_the_label_when_asked(tmp_path):
+    side_by_side = np.array([[40 + 45 * i, 40, 40, 50] for i in range(4)], np.float32)
+    enlarged = side_by_side * np.array([1, 1, 3, 3], np.float32)
+    for name in ("a", "b"):
+        cv2.imwrite(str(tmp_path / f"{name}.png"), np.full((640, 640, 3), 90, np.uint8))
+    apart = LabelledPhoto(tmp_path / "a.png", "a", (640, 640), side_by_side, np.arange(4))
+    covering = LabelledPhoto(tmp_path / "b.png", "b", (640, 640), enlarged, np.arange(4))
+    # the finder found the covering photo's first tile; its other crops stay at their labels
+    found = {apart.path: side_by_side, covering.path: np.vstack([side_by_side[:1], enlarged[1:]])}
+    rng = np.random.default_rng(0)
+    logged = []
+    cfg = TrainConfig.preset(
+        "tiny", None, tmp_path, box_from_crowded_labels=False, log=logged.append
+    )
+    data = _classifier_data(cfg, [apart, covering], [], rng, None, found)
+    assert data.box_known.tolist() == [True] * 5 + [False] * 3
+    assert "3 crops teach the label only" in logged[-1]
+    everything = TrainConfig.preset("tiny", None, tmp_path, log=logged.append)
+    data = _classifier_data(everything, [apart, covering], [], rng, None, found)
+    assert data.box_known.all() and len(data.labels) == 8
+
+
+def test_box_loss_counts_only_the_crops_whose_box_is_known():
+    box = torch.tensor([[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    targets = np.zeros((2, 4), np.float32)
+    every = torch.nn.functional.smooth_l1_loss(box, torch.from_numpy(targets), beta=0.05)
+    assert float(_box_loss(torch, box, targets, None)) == pytest.approx(float(every))
+    assert float(_box_loss(torch, box, targets, np.array([True, True]))) == pytest.approx(
+        float(every)
+    )
+    assert float(_box_loss(torch, box, targets, np.array([True, False]))) == 0.0
+    assert float(_box_loss(torch, box, targets, np.array([False, True]))) == pytest.approx(0.975)
+    assert float(_box_loss(torch, box, targets, np.array([False, False]))) == 0.0
 
 
 def test_crops_move_to_the_found_box_that_overlaps_their_tile_most():

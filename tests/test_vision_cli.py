@@ -81,14 +81,15 @@ def test_train_tiny(tmp_path, shared_data, capsys):
     out = tmp_path / "m"
     code = main(
         ["train", "--preset", "tiny", "--data", str(shared_data), "--out", str(out),
-         "--classifier-epochs", "2", "--finder-deep-width", "0.5", "--classifier-any-tilt", "0.5"]
+         "--classifier-epochs", "2", "--finder-deep-width", "0.5", "--classifier-any-tilt", "0.5",
+         "--no-box-from-crowded-labels"]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
     assert "model written to" in printed and "classifier epoch 2/2" in printed
     config = json.loads((out / "model.json").read_text())["training"]["config"]
     assert config["classifier_epochs"] == 2 and config["finder_deep_width"] == 0.5
-    assert config["classifier_any_tilt"] == 0.5
+    assert config["classifier_any_tilt"] == 0.5 and config["box_from_crowded_labels"] is False
     from vision.recognizer import TileRecognizer
 
     TileRecognizer(out)  # the narrower finder loads and runs like any other

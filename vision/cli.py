@@ -55,6 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--classifier-any-tilt", type=float, metavar="SHARE", help="the share of "
                    "the classifier's training crops turned by any angle up to 45 degrees "
                    "(default 0: small turns only)")  # fmt: skip
+    t.add_argument("--no-box-from-crowded-labels", action="store_true", help="teach the "
+                   "classifier's box output nothing from labelled boxes in photos whose boxes "
+                   "cover their neighbours (often shifted off their tiles)")  # fmt: skip
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=None, help="CPU threads (default 2)")
     t.add_argument("--reuse-finder", type=Path, metavar="MODEL_DIR", help="keep this model's "
@@ -208,6 +211,7 @@ def train_command(args: argparse.Namespace) -> int:
             if args.classifier_any_tilt is not None
             else {}
         ),
+        **({"box_from_crowded_labels": False} if args.no_box_from_crowded_labels else {}),
         log=lambda msg: print(msg, flush=True),
     )
     manifest = train(cfg)

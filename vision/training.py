@@ -94,6 +94,12 @@ class TrainConfig:
     """The share of the classifier's training crops turned by any angle up to 45 degrees
     instead of a few (tiles tossed askew on the table, close-ups taken at a slant); 0 keeps
     the small turns only, as the committed classifier was trained."""
+    box_from_crowded_labels: bool = True
+    """Teach the classifier's box output on real crops cut at a labelled box (where the finder
+    found no tile on it) also in photos whose labelled boxes cover their neighbours
+    (:data:`vision.dataset.CROWDED_LABELS`). In many such photos every box is shifted off its
+    tile, and a blind audit found the committed box output moving boxes off tiles the same way
+    in photos that look alike; ``False`` keeps those crops for the label only."""
     tune_table_frames: int = 20
     """Rendered tables each finder threshold is also run on when it is chosen (see
     :func:`tune`)."""
@@ -578,6 +584,8 @@ class _Crops:
     images: np.ndarray
     labels: np.ndarray
     aspects: np.ndarray
+    box_known: np.ndarray | None = None
+    """Per crop, whether its box teaches the box output (all of them when ``None``)."""
 
 
 def _aspect(box) -> tuple[float, float]:
@@ -618,17 +626,25 @@ def _classifier_data(
     found: dict[Path, np.ndarray] | None = None,
 ) -> _Crops:
     """The classifier's training crops: every real tile (at the box in ``found`` for its
-    photo where given, else at its labelled box), synthetic tiles and ``extra``."""
-    crops, labels, aspects = [], [], []
+    photo where given, else at its labelled box), synthetic tiles and ``extra``; each crop's
+    box teaches the box output unless it is a labelled box of a crowded photo and
+    ``cfg.box_from_crowded_labels`` is off."""
+    from vision.dataset import CROWDED_LABELS, label_overlap
+
+    crops, labels, aspects, known = [], [], [], []
     for photo in photos:
         img = photo.image()
         boxes = found.get(photo.path, photo.boxes) if found is not None else photo.boxes
-        for box, label in zip(boxes, photo.labels, strict=True):
+        distrust = not cfg.box_from_crowded_labels and (
+            label_overlap(photo.boxes) >= CROWDED_LABELS
+        )
+        for box, label, own in zip(boxes, photo.labels, photo.boxes, strict=True):
             crop = _crop_from_quadless(img, box, None)
             repeat = cfg.real_flower_repeat if label >= 34 else 1
             crops.extend([crop] * repeat)
             labels.extend([int(label)] * repeat)
             aspects.extend([_aspect(box)] * repeat)
+            known.extend([not (distrust and np.array_equal(box, own))] * repeat)
     n_real = len(crops)
     synth = []
     for s in pool:
@@ -646,9 +662,16 @@ def _classifier_data(
         crops.extend(extra.images)
         labels.extend(int(v) for v in extra.labels)
         aspects.extend(tuple(a) for a in extra.aspects)
-    cfg.log(f"classifier data: {n_real} real crops, {len(crops) - n_real} synthetic")
+    known.extend([True] * (len(crops) - len(known)))
+    cfg.log(
+        f"classifier data: {n_real} real crops, {len(crops) - n_real} synthetic"
+        + ("" if all(known) else f"; {known.count(False)} crops teach the label only")
+    )
     return _Crops(
-        np.stack(crops), np.array(labels, np.int64), np.array(aspects, np.float32).reshape(-1, 2)
+        np.stack(crops),
+        np.array(labels, np.int64),
+        np.array(aspects, np.float32).reshape(-1, 2),
+        np.array(known, bool),
     )
 
 
@@ -1133,8 +1156,8 @@ def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=Non
             idx = order[b * cfg.classifier_batch : (b + 1) * cfg.classifier_batch]
             xb, tb = _augment_crops(x_all[idx], data.aspects[idx], rng, cfg.classifier_any_tilt)
             logits, _, box = model(torch.from_numpy(xb.astype(np.float32).transpose(0, 3, 1, 2)))
-            loss = loss_fn(logits, torch.from_numpy(y_all[idx])) + BOX_WEIGHT * (
-                torch.nn.functional.smooth_l1_loss(box, torch.from_numpy(tb), beta=0.05)
+            loss = loss_fn(logits, torch.from_numpy(y_all[idx])) + BOX_WEIGHT * _box_loss(
+                torch, box, tb, None if data.box_known is None else data.box_known[idx]
             )
             opt.zero_grad()
             loss.backward()
@@ -1165,6 +1188,18 @@ def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=Non
 
 BOX_WEIGHT = 4.0
 """The box output's share of the classifier's loss (its smooth L1 beside cross entropy)."""
+
+
+def _box_loss(torch, box, targets: np.ndarray, known: np.ndarray | None):
+    """Smooth L1 of the box output against ``targets``, over the crops whose box is
+    ``known`` (all when ``None``); zero when none is."""
+    per = torch.nn.functional.smooth_l1_loss(
+        box, torch.from_numpy(targets), beta=0.05, reduction="none"
+    ).mean(dim=1)
+    if known is None:
+        return per.mean()
+    mask = torch.from_numpy(known.astype(np.float32))
+    return (per * mask).sum() / mask.sum().clamp(min=1.0)
 
 
 def _box_iou(model, bx: np.ndarray, bt: np.ndarray) -> float:
