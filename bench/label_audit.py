@@ -20,8 +20,8 @@ With ``--blind`` the recogniser is not run: the photos come in a shuffled order 
 and each picture shows the labelled boxes alone, so that a verdict cannot lean on how the
 recogniser did on the photo; the sheet holds no figures. The verdicts of a blind audit of a
 random sample say how the figure over fitting photos compares with the whole:
-``bench/audits/held_out_blind_seed0.csv`` holds the verdicts on the first 80 held-out photos
-of seed 0's order (figures in ``docs/benchmarks.md``).
+``bench/audits/held_out_blind_seed0.csv`` holds one person's verdicts on every held-out
+photo in seed 0's order (figures and how far to trust them in ``docs/benchmarks.md``).
 
 The ``verdict`` column is for the auditor: ``fits`` where the labelled boxes sit on their
 tiles as a person would draw them, ``misfit`` where they do not (shifted off the tiles, or

@@ -151,4 +151,4 @@ def test_the_committed_audit_names_photos_of_the_held_out_split(shared_data):
     photos = load_photos(shared_data / "real-photos", ["held_out"])
     sheet = Path(label_audit.__file__).parent / "audits" / "held_out_blind_seed0.csv"
     verdicts = label_audit.read_verdicts(sheet, photos)
-    assert sorted(set(verdicts.values())) == ["fits", "misfit"] and len(verdicts) == 70
+    assert sorted(set(verdicts.values())) == ["fits", "misfit"] and len(verdicts) == 181
