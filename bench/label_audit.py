@@ -95,12 +95,11 @@ def figures(preds: list[Prediction], photo: LabelledPhoto) -> dict[str, object]:
     the median of our box's side over the label's where they match."""
     pairs = match_detections(preds, photo.boxes, photo.labels)
     f = tile_f1([(preds, photo)], labelled_area_only=True)
-    ratios = [
-        float(np.sqrt(preds[i][0][2] * preds[i][0][3] / max(1e-9, b[2] * b[3])))
-        for i, j in pairs
-        if j is not None
-        for b in (photo.boxes[j],)
-    ]
+    ratios = []
+    for i, j in pairs:
+        if j is not None:
+            (_, _, w, h), label_box = preds[i][0], photo.boxes[j]
+            ratios.append(float(np.sqrt(w * h / max(1e-9, label_box[2] * label_box[3]))))
     row: dict[str, object] = {
         "photo": photo.path.name,
         "source": photo.source,
@@ -120,14 +119,6 @@ def draw(img: np.ndarray, photo: LabelledPhoto, preds: list[Prediction] | None) 
     ``preds`` None (a blind audit) only the labelled boxes, all green, without names."""
     scale = 2 if max(img.shape[:2]) <= 800 else 1
     out = cv2.resize(img, None, fx=scale, fy=scale, interpolation=cv2.INTER_LINEAR)
-    if preds is None:
-        for box in photo.boxes:
-            x, y, w, h = (float(v) * scale for v in box)
-            cv2.rectangle(out, (round(x), round(y)), (round(x + w), round(y + h)), MATCHED, 2)
-        return out
-    pairs = match_detections(preds, photo.boxes, photo.labels)
-    hit = {j for _, j in pairs if j is not None}
-    silent = outside_labelled_area(preds, photo)
 
     def rect(box, colour, thick, text=""):
         x, y, w, h = (float(v) * scale for v in box)
@@ -137,6 +128,13 @@ def draw(img: np.ndarray, photo: LabelledPhoto, preds: list[Prediction] | None) 
             cv2.putText(out, text, (p0[0] + 2, p1[1] - 3), cv2.FONT_HERSHEY_SIMPLEX, 0.45,
                         colour, 1, cv2.LINE_AA)  # fmt: skip
 
+    if preds is None:
+        for box in photo.boxes:
+            rect(box, MATCHED, 2)
+        return out
+    pairs = match_detections(preds, photo.boxes, photo.labels)
+    hit = {j for _, j in pairs if j is not None}
+    silent = outside_labelled_area(preds, photo)
     for j, (box, label) in enumerate(zip(photo.boxes, photo.labels, strict=True)):
         if j in hit:
             rect(box, MATCHED, 2)
