@@ -232,15 +232,24 @@ def test_crowded_labelled_boxes_teach_only_the_label_when_asked(tmp_path):
     found = {apart.path: side_by_side, covering.path: np.vstack([side_by_side[:1], enlarged[1:]])}
     rng = np.random.default_rng(0)
     logged = []
-    cfg = TrainConfig.preset(
-        "tiny", None, tmp_path, box_from_crowded_labels=False, log=logged.append
-    )
+    cfg = TrainConfig.preset("tiny", None, tmp_path, label_box_lessons="apart", log=logged.append)
     data = _classifier_data(cfg, [apart, covering], [], rng, None, found)
     assert data.box_known.tolist() == [True] * 5 + [False] * 3
     assert "3 crops teach the label only" in logged[-1]
     everything = TrainConfig.preset("tiny", None, tmp_path, log=logged.append)
     data = _classifier_data(everything, [apart, covering], [], rng, None, found)
     assert data.box_known.all() and len(data.labels) == 8
+    # apart's crops all lie at found boxes here; every crop at its own label goes
+    apart_unfound = {apart.path: side_by_side[:2], covering.path: found[covering.path]}
+    apart_unfound[apart.path] = np.vstack([side_by_side[:2] + 1, side_by_side[2:]])
+    none = TrainConfig.preset("tiny", None, tmp_path, label_box_lessons="none", log=logged.append)
+    data = _classifier_data(none, [apart, covering], [], rng, None, apart_unfound)
+    assert data.box_known.tolist() == [True, True, False, False, True, False, False, False]
+
+
+def test_label_box_lessons_must_be_a_known_choice(tmp_path):
+    with pytest.raises(ModelError, match="label_box_lessons must be one of all, apart, none"):
+        TrainConfig.preset("tiny", None, tmp_path, label_box_lessons="some")
 
 
 def test_box_loss_counts_only_the_crops_whose_box_is_known():

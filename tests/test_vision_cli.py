@@ -82,18 +82,26 @@ def test_train_tiny(tmp_path, shared_data, capsys):
     code = main(
         ["train", "--preset", "tiny", "--data", str(shared_data), "--out", str(out),
          "--classifier-epochs", "2", "--finder-deep-width", "0.5", "--classifier-any-tilt", "0.5",
-         "--no-box-from-crowded-labels"]
+         "--label-box-lessons", "apart"]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
     assert "model written to" in printed and "classifier epoch 2/2" in printed
     config = json.loads((out / "model.json").read_text())["training"]["config"]
     assert config["classifier_epochs"] == 2 and config["finder_deep_width"] == 0.5
-    assert config["classifier_any_tilt"] == 0.5 and config["box_from_crowded_labels"] is False
+    assert config["classifier_any_tilt"] == 0.5 and config["label_box_lessons"] == "apart"
     from vision.recognizer import TileRecognizer
 
     TileRecognizer(out)  # the narrower finder loads and runs like any other
     assert main(["detect", "--model", str(out), "--json", str(shared_data / "README.md")]) == 2
+
+
+def test_label_box_lessons_choices_are_the_trainings():
+    pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
+    from vision.cli import LABEL_BOX_LESSONS
+    from vision.training import LABEL_BOX_LESSONS as TRAINING_CHOICES
+
+    assert LABEL_BOX_LESSONS == TRAINING_CHOICES
 
 
 @pytest.mark.parametrize(

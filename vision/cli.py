@@ -18,6 +18,9 @@ from pathlib import Path
 EXIT_OK = 0
 EXIT_NO = 1
 EXIT_INPUT = 2
+LABEL_BOX_LESSONS = ("all", "apart", "none")
+"""``--label-box-lessons``' choices: ``vision.training.LABEL_BOX_LESSONS``, spelt out here so
+that building the parser imports nothing heavy (a test keeps the two alike)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,9 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--classifier-any-tilt", type=float, metavar="SHARE", help="the share of "
                    "the classifier's training crops turned by any angle up to 45 degrees "
                    "(default 0: small turns only)")  # fmt: skip
-    t.add_argument("--no-box-from-crowded-labels", action="store_true", help="teach the "
-                   "classifier's box output nothing from labelled boxes in photos whose boxes "
-                   "cover their neighbours (often shifted off their tiles)")  # fmt: skip
+    t.add_argument("--label-box-lessons", choices=LABEL_BOX_LESSONS, help="which crops cut "
+                   "at a labelled box teach the classifier's box output: all (default), "
+                   "apart (only in photos whose boxes stay apart) or none")  # fmt: skip
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=None, help="CPU threads (default 2)")
     t.add_argument("--reuse-finder", type=Path, metavar="MODEL_DIR", help="keep this model's "
@@ -211,7 +214,7 @@ def train_command(args: argparse.Namespace) -> int:
             if args.classifier_any_tilt is not None
             else {}
         ),
-        **({"box_from_crowded_labels": False} if args.no_box_from_crowded_labels else {}),
+        **({"label_box_lessons": args.label_box_lessons} if args.label_box_lessons else {}),
         log=lambda msg: print(msg, flush=True),
     )
     manifest = train(cfg)

@@ -47,6 +47,10 @@ CLASSIFIER_FILE = "classifier.onnx"
 MANIFEST_FILE = "model.json"
 
 
+LABEL_BOX_LESSONS = ("all", "apart", "none")
+"""The choices of :attr:`TrainConfig.label_box_lessons`."""
+
+
 @dataclass
 class TrainConfig:
     """What one training run does. :meth:`preset` gives the ``full`` run (the committed model)
@@ -94,12 +98,13 @@ class TrainConfig:
     """The share of the classifier's training crops turned by any angle up to 45 degrees
     instead of a few (tiles tossed askew on the table, close-ups taken at a slant); 0 keeps
     the small turns only, as the committed classifier was trained."""
-    box_from_crowded_labels: bool = True
-    """Teach the classifier's box output on real crops cut at a labelled box (where the finder
-    found no tile on it) also in photos whose labelled boxes cover their neighbours
-    (:data:`vision.dataset.CROWDED_LABELS`). In many such photos every box is shifted off its
-    tile, and a blind audit found the committed box output moving boxes off tiles the same way
-    in photos that look alike; ``False`` keeps those crops for the label only."""
+    label_box_lessons: str = "all"
+    """Which real crops cut at a labelled box (where the finder found no tile on it) teach the
+    classifier's box output where the tile lies: ``all`` (the committed recipe), ``apart``
+    (only in photos whose labelled boxes stay apart, :data:`vision.dataset.CROWDED_LABELS`)
+    or ``none``. Many labelled boxes are shifted off their tiles, and a blind audit found the
+    committed box output moving boxes off tiles the same way in photos that look alike; the
+    crops left out still teach the label."""
     tune_table_frames: int = 20
     """Rendered tables each finder threshold is also run on when it is chosen (see
     :func:`tune`)."""
@@ -118,6 +123,11 @@ class TrainConfig:
         if not 0 <= self.classifier_any_tilt <= 1:
             raise ModelError(
                 f"the share of tilted crops must be from 0 to 1, not {self.classifier_any_tilt}"
+            )
+        if self.label_box_lessons not in LABEL_BOX_LESSONS:
+            raise ModelError(
+                f"label_box_lessons must be one of {', '.join(LABEL_BOX_LESSONS)}, "
+                f"not {self.label_box_lessons!r}"
             )
 
     @classmethod
@@ -627,16 +637,16 @@ def _classifier_data(
 ) -> _Crops:
     """The classifier's training crops: every real tile (at the box in ``found`` for its
     photo where given, else at its labelled box), synthetic tiles and ``extra``; each crop's
-    box teaches the box output unless it is a labelled box of a crowded photo and
-    ``cfg.box_from_crowded_labels`` is off."""
+    box teaches the box output unless it is a labelled box that ``cfg.label_box_lessons``
+    leaves out."""
     from vision.dataset import CROWDED_LABELS, label_overlap
 
     crops, labels, aspects, known = [], [], [], []
     for photo in photos:
         img = photo.image()
         boxes = found.get(photo.path, photo.boxes) if found is not None else photo.boxes
-        distrust = not cfg.box_from_crowded_labels and (
-            label_overlap(photo.boxes) >= CROWDED_LABELS
+        distrust = cfg.label_box_lessons == "none" or (
+            cfg.label_box_lessons == "apart" and label_overlap(photo.boxes) >= CROWDED_LABELS
         )
         for box, label, own in zip(boxes, photo.labels, photo.boxes, strict=True):
             crop = _crop_from_quadless(img, box, None)
