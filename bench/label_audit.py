@@ -278,12 +278,12 @@ def blind_sheet(out: Path, photos: Sequence[LabelledPhoto], drawn: int, seed: in
 def ranked_sheet(
     out: Path,
     photos: Sequence[LabelledPhoto],
-    images: Sequence[np.ndarray],
     preds: Sequence[list[Prediction]],
     drawn: int,
 ) -> None:
     """The sheet ranked by tile F1, worst first, the first ``drawn`` pictured with the
-    labelled boxes and the detections."""
+    labelled boxes and the detections (each pictured photo read from disk again, so that the
+    split's pictures are not all held at once)."""
     out.mkdir(parents=True, exist_ok=True)
     rows = [figures(p, photo) for p, photo in zip(preds, photos, strict=True)]
     order = sorted(range(len(rows)), key=lambda k: (rows[k]["f1"], -rows[k]["overlap"]))
@@ -292,7 +292,7 @@ def ranked_sheet(
         ranked.append({"rank": rank, **rows[k]})
         if rank <= drawn:
             pictures[photos[k].path.name] = name = f"{rank:03d}.png"
-            cv2.imwrite(str(out / name), draw(images[k], photos[k], preds[k]))
+            cv2.imwrite(str(out / name), draw(photos[k].image(), photos[k], preds[k]))
     write_sheet(out, ranked, pictures)
 
 
@@ -333,8 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"label_audit: {exc}", file=sys.stderr)
             return 2
     rec = TileRecognizer(args.model, threads=2)
-    images = [p.image() for p in photos]
-    preds = [[(d.box, d.label, d.confidence) for d in rec.detect(im)] for im in images]
+    preds = [[(d.box, d.label, d.confidence) for d in rec.detect(p.image())] for p in photos]
     if args.score is not None:
         print(
             f"{len(photos)} {args.split} photos, {len(verdicts)} audited; tile F1 over the "
@@ -347,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"R {f['recall']:.3f}  F1 {f['f1']:.3f}  ({int(f['tiles'])} tiles; {misses})"
             )
         return 0
-    ranked_sheet(args.out, photos, images, preds, drawn)
+    ranked_sheet(args.out, photos, preds, drawn)
     whole = tile_f1(list(zip(preds, photos, strict=True)), labelled_area_only=True)
     print(
         f"{len(photos)} {args.split} photos, tile F1 over the labelled area {whole['f1']:.3f}; "

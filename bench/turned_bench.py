@@ -64,12 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.split} photos whose labels stay apart: {len(photos)}, {tiles} tiles")
     models = args.models or [None]
     readers = [TileRecognizer(m, threads=2) for m in models]
+    # a few dozen 640 px photos: read once, not once per angle and model
+    images = [p.image() for p in photos]
     for angle in ANGLES:
         cells = []
         for rec in readers:
             right = flower_right = flowers = 0
-            for p in photos:
-                big, boxes = turned(p.image(), p.boxes.astype(np.float64), angle)
+            for p, img in zip(photos, images, strict=True):
+                big, boxes = turned(img, p.boxes.astype(np.float64), angle)
                 read = rec.classify(big, [tuple(b) for b in boxes]).argmax(axis=1)
                 ok = read == p.labels
                 fl = np.isin(p.labels, FLOWER_LABELS)

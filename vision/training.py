@@ -1166,8 +1166,9 @@ def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=Non
             idx = order[b * cfg.classifier_batch : (b + 1) * cfg.classifier_batch]
             xb, tb = _augment_crops(x_all[idx], data.aspects[idx], rng, cfg.classifier_any_tilt)
             logits, _, box = model(torch.from_numpy(xb.astype(np.float32).transpose(0, 3, 1, 2)))
+            # _classifier_data marks every crop: the mask is always there
             loss = loss_fn(logits, torch.from_numpy(y_all[idx])) + BOX_WEIGHT * _box_loss(
-                torch, box, tb, None if data.box_known is None else data.box_known[idx]
+                torch, box, tb, data.box_known[idx]
             )
             opt.zero_grad()
             loss.backward()
