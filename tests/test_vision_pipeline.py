@@ -15,7 +15,7 @@ from controller.rules.melds import Meld
 from controller.rules.tiles import Tile, parse_tiles
 from hardware_sim.camera import SimCamera
 from vision.calibration import CalibrationError, apply, calibrate_from_markers
-from vision.camera import CameraLost, ImageFolderCamera
+from vision.camera import CameraLost, EndOfStream, Frame, ImageFolderCamera
 from vision.detection import TileDetection, box_of_quad
 from vision.pipeline import STRIP_MARGIN_MM, TablePipeline
 from vision.recognizer import TileRecognizer
@@ -54,6 +54,13 @@ class RendererTruth:
         frame = self.camera.last_frame
         assert frame is not None and np.array_equal(image, frame.image), "not the last frame"
         return [TileDetection(t.label, 0.98, t.box, t.quad, t.sideways) for t in frame.visible()]
+
+
+class NoTiles:
+    """A recogniser that finds nothing: for tests of the frame loop alone."""
+
+    def detect(self, image: np.ndarray) -> list[TileDetection]:
+        return []
 
 
 class RendererTruthInStrips(RendererTruth):
@@ -259,14 +266,63 @@ def test_watch_ends_with_a_folder_of_frames(tmp_path: Path, sim_camera: SimCamer
     (tmp_path / "3.png").write_bytes(b"broken")
     calibration = calibrate_from_markers(sim_camera.read().image)
 
-    class NoTiles:
-        def detect(self, image: np.ndarray) -> list[TileDetection]:
-            return []
-
     pipeline = TablePipeline(calibration, NoTiles())
-    errors: list[CameraError] = []
+    errors: list[VisionError] = []
     updates = list(pipeline.watch(ImageFolderCamera(tmp_path), retry_s=0, on_error=errors.append))
     assert len(updates) == 3 and len(errors) == 1 and "3.png" in str(errors[0])
+
+
+class ScriptedCamera:
+    """A camera that delivers the given pictures (or raises the given errors) in turn."""
+
+    is_open = True
+
+    def __init__(self, items: list[np.ndarray | Exception]) -> None:
+        self.items = list(items)
+        self.index = 0
+
+    def read(self) -> Frame:
+        if not self.items:
+            raise EndOfStream("no more pictures")
+        item = self.items.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        self.index += 1
+        return Frame(item, self.index - 1, float(self.index), "scripted")
+
+
+def test_watch_reports_frames_it_cannot_use_and_goes_on(
+    sim_camera: SimCamera, pipeline: TablePipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A camera plugged back in at another resolution, or a grey frame: not the end of the
+    table. A run of bad frames is paced at ``retry_s``; one bad frame among good ones is not."""
+    naps: list[float] = []
+    monkeypatch.setattr("vision.pipeline.time.sleep", naps.append)
+    good = sim_camera.read().image
+    square = np.ascontiguousarray(good[:, : good.shape[0]])  # another shape than calibrated
+    errors: list[VisionError] = []
+    camera = ScriptedCamera([square, square, good, square, good])
+    no_tiles = TablePipeline(pipeline.calibration, NoTiles())
+    indices = [u.reading.index for u in no_tiles.watch(camera, retry_s=7, on_error=errors.append)]
+    assert indices == [2, 4]  # the good frames after the bad ones are read
+    assert len(errors) == 3 and all(isinstance(e, CalibrationError) for e in errors)
+    assert naps == [7]  # only the second of two bad frames in a row waits
+
+
+def test_watch_ends_when_the_model_fails(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
+    class Broken:
+        def detect(self, image: np.ndarray) -> list[TileDetection]:
+            raise ModelError("the classifier model failed")
+
+    broken = TablePipeline(pipeline.calibration, Broken())
+    with pytest.raises(ModelError):
+        next(broken.watch(ScriptedCamera([sim_camera.read().image]), on_error=print))
+
+
+def test_a_grey_frame_is_read_as_colour(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
+    frame = sim_camera.read()
+    grey = Frame(cv2.cvtColor(frame.image, cv2.COLOR_BGR2GRAY), 5, 1.0, "grey camera")
+    assert TablePipeline(pipeline.calibration, NoTiles()).process(grey).reading.index == 5
 
 
 def test_watch_stops_when_told(sim_camera: SimCamera, pipeline: TablePipeline) -> None:

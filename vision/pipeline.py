@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import cv2
 import numpy as np
 
-from controller.errors import CameraError, VisionError
+from controller.errors import ModelError, VisionError
 from vision.calibration import SEATS, Calibration, apply
 from vision.camera import CameraLost, CameraSource, EndOfStream, Frame, as_bgr
 from vision.detection import TileDetection
@@ -163,38 +163,51 @@ class TablePipeline:
         *,
         limit: int | None = None,
         retry_s: float = 2.0,
-        on_error: Callable[[CameraError], None] | None = None,
+        on_error: Callable[[VisionError], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> Iterator[TableUpdate]:
         """Process every frame of ``camera`` (up to ``limit``), yielding each update.
 
-        A camera that disappears (:class:`~vision.camera.CameraLost`), cannot be reopened, or
-        delivers an unusable frame is reported to ``on_error`` and retried after ``retry_s``
-        seconds, for as long as ``should_stop`` (checked before every frame) says to go on; the
-        end of a video or image folder ends the loop.
+        A camera that disappears (:class:`~vision.camera.CameraLost`) or cannot be reopened,
+        and a frame that cannot be used (unreadable, or of another size than the calibration's,
+        as from a camera plugged back in at its default resolution), are reported to
+        ``on_error`` and the loop goes on: after ``retry_s`` seconds when the camera is lost or
+        the frame before also failed, at once after a single bad frame. It goes on for as long
+        as ``should_stop`` (checked before every frame) says to; the end of a video or image
+        folder ends it. A model that fails (:class:`~controller.errors.ModelError`) ends it
+        too: every later frame would fail the same way.
         """
         done = 0
+        failed = False
         while limit is None or done < limit:
             if should_stop is not None and should_stop():
                 return
             try:
                 frame = camera.read()
+                update = self.process(frame)
             except EndOfStream:
                 return
-            except CameraError as exc:
+            except ModelError:
+                raise
+            except VisionError as exc:
                 if on_error is not None:
                     on_error(exc)
-                if isinstance(exc, CameraLost) or not camera.is_open:
+                lost = isinstance(exc, CameraLost) or not camera.is_open
+                if lost or failed:
                     time.sleep(retry_s)
+                failed = True
                 continue
-            yield self.process(frame)
+            failed = False
+            yield update
             done += 1
 
     # -- finding tiles -------------------------------------------------------------------------
 
     def _unpack(self, frame: Frame | np.ndarray) -> tuple[np.ndarray, int, float]:
         if isinstance(frame, Frame):
-            image, index, stamp = frame.image, frame.index, frame.timestamp
+            # a camera of the integrator's own may hand over a grey or BGRA picture
+            image = as_bgr(frame.image, f"frame {frame.index}")
+            index, stamp = frame.index, frame.timestamp
         else:
             image, index, stamp = as_bgr(frame, "the frame"), self._frames, time.monotonic()
         self._frames = index + 1
