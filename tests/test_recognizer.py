@@ -4,6 +4,7 @@ way a model or a picture can be bad."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import cv2
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import CameraError, ModelError
+from controller.errors import CameraError, ModelError, VisionError
 from vision.dataset import load_photos, tile_f1
 from vision.detection import box_iou
 from vision.faces import procedural_faces
@@ -189,6 +190,28 @@ def test_corrupt_model_files(tmp_path):
         TileRecognizer(model)
 
 
+def test_a_classifier_without_embeddings_is_refused(tmp_path):
+    # enrolment and an enrolled head read the embedding: a model without it cannot serve
+    import onnx  # the train extra, which the test command installs
+    from onnx import TensorProto, helper
+
+    crops = helper.make_tensor_value_info("crops", TensorProto.FLOAT, ["n", 3, 48, 48])
+    logits = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n", 43])
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [3 * 48 * 48, 43], [0.0] * 297216)
+    nodes = [
+        helper.make_node("Flatten", ["crops"], ["flat"]),
+        helper.make_node("MatMul", ["flat", "w"], ["logits"]),
+    ]
+    graph = helper.make_graph(nodes, "no_embedding", [crops], [logits], [weight])
+    model = _copy_model(tmp_path)
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+        model / "classifier.onnx",
+    )
+    with pytest.raises(ModelError, match="embedding output"):
+        TileRecognizer(model)
+
+
 def test_models_swapped_are_the_wrong_shape(tmp_path):
     model = _copy_model(tmp_path)
     finder = (model / "finder.onnx").read_bytes()
@@ -267,6 +290,18 @@ def test_bad_settings():
         ("rescale_to", 90.0, "at most rescale_above"),
         ("reread_below", "sometimes", "reread_below must be a number"),
         ("reread_below", 1.5, "reread_below must be 0-1"),
+        ("crop_margin", 0, "crop_margin must be above 0"),
+        ("crop_margin", -1.3, "crop_margin must be above 0"),
+        ("stride", 0, "stride must be above 0"),
+        ("stride", 1e300, "stride must be a power of 2"),
+        ("finder_input", 1e12, "input_size must be a multiple of 32 from 64 to 4096"),
+        ("labels", 5, "labels must be a list"),
+        ("labels", "x" * 43, "labels must be a list"),
+        ("finder", 5, "finder must name a file in the model folder"),
+        ("classifier", None, "classifier must name a file in the model folder"),
+        ("finder", "../models/finder.onnx", "finder must name a file in the model folder"),
+        ("rescale", "false", "rescale must be true or false"),
+        ("refine", "no", "refine must be true or false"),
     ],
 )
 def test_bad_numbers_in_the_manifest_are_named(tmp_path, key, value, message):
@@ -276,6 +311,55 @@ def test_bad_numbers_in_the_manifest_are_named(tmp_path, key, value, message):
     (model / "model.json").write_text(json.dumps(manifest))
     with pytest.raises(ModelError, match=message):
         TileRecognizer(model)
+
+
+@pytest.mark.parametrize(
+    "box", [(10, 10, 0, 20), (math.nan, 10, 20, 20), (10, 10, math.inf, 20), (10, 10, -20, -20)]
+)
+def test_a_box_that_is_no_box_is_refused(rec, box):
+    img = np.full((200, 300, 3), 128, np.uint8)
+    with pytest.raises(VisionError, match="a tile's box"):
+        rec.classify(img, [(20, 20, 30, 40), box])
+    with pytest.raises(VisionError, match="a tile's box"):
+        rec.embed(img, [box])
+
+
+class _Doctored:
+    """Stands in for the classifier's onnxruntime session: runs the real one, then spoils
+    the named output of the first tile."""
+
+    def __init__(self, real, output: str, value: float, column: int | None = None) -> None:
+        self.real, self.output, self.value, self.column = real, output, value, column
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def run(self, names, feeds):
+        outs = self.real.run(names, feeds)
+        if self.output in names:
+            out = outs[names.index(self.output)].copy()
+            out[0, slice(None) if self.column is None else self.column] = self.value
+            outs[names.index(self.output)] = out
+        return outs
+
+
+def test_a_reading_that_is_not_a_number_is_a_model_error(monkeypatch):
+    rec = TileRecognizer(threads=2)
+    scene = _row_scene([0, 9, 18, 27], seed=1)
+    rec._classifier = _Doctored(rec._classifier, "logits", math.nan, column=7)
+    with pytest.raises(ModelError, match="not numbers"):
+        rec.detect(scene.image)
+
+
+@pytest.mark.parametrize("column, value", [(1, math.nan), (3, -1e30)])  # dy; log height
+def test_a_box_output_that_is_no_box_keeps_the_finders_box(column, value):
+    rec = TileRecognizer(threads=2)
+    scene = _row_scene([0, 9, 18, 27], seed=1)
+    boxes = [t.box for t in scene.tiles]
+    rec._classifier = _Doctored(rec._classifier, "box", value, column=column)
+    _, placed = rec._read(scene.image, boxes)
+    assert placed[0] == boxes[0]
+    assert all(math.isfinite(v) for b in placed for v in b) and placed[1] != boxes[1]
 
 
 def test_unsure_tiles_are_read_again_in_their_four_quarter_turns(monkeypatch):

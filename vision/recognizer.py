@@ -32,7 +32,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from controller.errors import ModelError
+from controller.errors import ModelError, VisionError
 from vision.camera import as_bgr as _as_bgr
 from vision.detection import Box, TileDetection, box_intersections
 from vision.labels import BACK, NUM_LABELS
@@ -188,9 +188,9 @@ class TileRecognizer:
         manifest = self._manifest()
         self.manifest = manifest
         num = self._setting
-        self.stride = int(num("stride", 4))
-        self.crop_size = int(num("crop_size", 48))
-        self.crop_margin = num("crop_margin", 1.3)
+        self.stride = int(self._positive("stride", 4))
+        self.crop_size = int(self._positive("crop_size", 48))
+        self.crop_margin = self._positive("crop_margin", 1.3)
         self.input_size = int(input_size or num("finder_input", 640))
         self.finder_threshold = (
             float(finder_threshold)
@@ -201,7 +201,7 @@ class TileRecognizer:
             float(min_confidence) if min_confidence is not None else num("min_confidence", 0.6)
         )
         self.back_threshold = num("back_threshold", 0.85)
-        self.rescale = bool(manifest.get("rescale", True))
+        self.rescale = self._switch("rescale", True)
         self.rescale_above = num("rescale_above", self.RESCALE_ABOVE)
         self.rescale_to = num("rescale_to", self.RESCALE_TO)
         # 0 (the default for models before the setting) reads every tile once
@@ -218,13 +218,18 @@ class TileRecognizer:
                 f"rescale_to ({self.rescale_to}) must be at least 8 and at most rescale_above "
                 f"({self.rescale_above})"
             )
-        if self.input_size < 64 or self.input_size % 32:
+        if not 64 <= self.input_size <= 4096 or self.input_size % 32:
             raise ModelError(
-                f"input_size must be a multiple of 32, at least 64, not {self.input_size}"
+                f"input_size must be a multiple of 32 from 64 to 4096, not {self.input_size}"
+            )
+        if self.stride not in (1, 2, 4, 8, 16, 32):
+            raise ModelError(
+                f"{self.model_dir / 'model.json'}: stride must be a power of 2 up to 32, "
+                f"not {self.stride}"
             )
         threads = threads or max(1, min(4, os.cpu_count() or 1))
-        self._finder = self._session(manifest.get("finder", "finder.onnx"), threads)
-        self._classifier = self._session(manifest.get("classifier", "classifier.onnx"), threads)
+        self._finder = self._session(self._file_name("finder", "finder.onnx"), threads)
+        self._classifier = self._session(self._file_name("classifier", "classifier.onnx"), threads)
         self._check_shapes()
         self.head = self._load_head()
         if refine is not None:
@@ -245,8 +250,8 @@ class TileRecognizer:
         if not isinstance(data, dict) or data.get("format") != 1:
             raise ModelError(f"{path} is not a tile model manifest of format 1")
         labels = data.get("labels")
-        if labels is not None and len(labels) != NUM_LABELS:
-            raise ModelError(f"{path} names {len(labels)} labels, not {NUM_LABELS}")
+        if labels is not None and (not isinstance(labels, list) or len(labels) != NUM_LABELS):
+            raise ModelError(f"{path}: labels must be a list of the {NUM_LABELS} labels")
         return data
 
     def _setting(self, key: str, default: float) -> float:
@@ -262,6 +267,30 @@ class TileRecognizer:
                 f"{self.model_dir / 'model.json'}: {key} must be a number, not {value!r}"
             )
         return float(value)
+
+    def _positive(self, key: str, default: float) -> float:
+        value = self._setting(key, default)
+        if value <= 0:
+            raise ModelError(f"{self.model_dir / 'model.json'}: {key} must be above 0, not {value}")
+        return value
+
+    def _switch(self, key: str, default: bool) -> bool:
+        # "false" in a hand-edited manifest must not read as true
+        value = self.manifest.get(key, default)
+        if not isinstance(value, bool):
+            raise ModelError(
+                f"{self.model_dir / 'model.json'}: {key} must be true or false, not {value!r}"
+            )
+        return value
+
+    def _file_name(self, key: str, default: str) -> str:
+        value = self.manifest.get(key, default)
+        if not isinstance(value, str) or not value or Path(value).name != value:
+            raise ModelError(
+                f"{self.model_dir / 'model.json'}: {key} must name a file in the model folder, "
+                f"not {value!r}"
+            )
+        return value
 
     def _session(self, name: str, threads: int):
         import onnxruntime as ort
@@ -296,11 +325,11 @@ class TileRecognizer:
             )
         if "logits" not in c_out or c_out["logits"][-1] != NUM_LABELS:
             raise ModelError(f"the classifier model does not give {NUM_LABELS} logits")
-        self._embedding_size = c_out.get("embedding", [0, 0])[-1]
+        if "embedding" not in c_out or not isinstance(c_out["embedding"][-1], int):
+            raise ModelError("the classifier model does not give an embedding output")
+        self._embedding_size = c_out["embedding"][-1]
         # older models have no box output: their finder's boxes stand as found
-        self.refine = bool(self.manifest.get("refine", True)) and (
-            "box" in c_out and c_out["box"][-1] == 4
-        )
+        self.refine = self._switch("refine", True) and ("box" in c_out and c_out["box"][-1] == 4)
 
     def _load_head(self) -> tuple[np.ndarray, np.ndarray] | None:
         path = self.model_dir / HEAD_FILE
@@ -358,6 +387,10 @@ class TileRecognizer:
         except Exception as exc:
             raise ModelError(f"the finder model failed on a {w}x{h} picture: {exc}") from None
         found = decode_finder(hm[0], reg[0], self.finder_threshold, (w / nw, h / nh), self.stride)
+        if not all(math.isfinite(v) for f in found for v in f[0]):
+            raise ModelError(
+                f"the finder model gave boxes that are not numbers on a {w}x{h} picture"
+            )
         # boxes of tiles in the padding are not in the picture
         return [f for f in found if f[0][0] + f[0][2] / 2 < w and f[0][1] + f[0][3] / 2 < h]
 
@@ -373,7 +406,7 @@ class TileRecognizer:
         off, or ``place`` is false)."""
         if not boxes:
             return np.zeros((0, NUM_LABELS), np.float32), []
-        crops = np.stack([self._crop(img, b) for b in boxes])
+        crops = self._crops(img, boxes)
         names = ["logits", "embedding", "box"] if self.refine and place else ["logits", "embedding"]
         probs, placed = self._run_classifier(crops, names)
         unsure = np.flatnonzero(probs.max(axis=1) < self.reread_below)
@@ -387,6 +420,11 @@ class TileRecognizer:
         if placed is not None:
             refined = [
                 refine_box(b, o, self.crop_margin) for b, o in zip(boxes, placed, strict=True)
+            ]
+            # a box output that is not a number (or no box) leaves the tile where it was found
+            refined = [
+                r if all(math.isfinite(v) for v in r) and min(r[2:]) > 0 else b
+                for r, b in zip(refined, boxes, strict=True)
             ]
         else:
             refined = list(boxes)
@@ -403,17 +441,32 @@ class TileRecognizer:
             raise ModelError(f"the classifier model failed: {exc}") from None
         if self.head is not None:
             logits = emb @ self.head[0] + self.head[1]
-        return _softmax(logits), (placed[0] if placed else None)
+        probs = _softmax(logits)
+        if not np.isfinite(probs).all():
+            # a reading that is not a number cannot be flagged by its confidence either
+            raise ModelError("the classifier model gave readings that are not numbers")
+        return probs, (placed[0] if placed else None)
 
     def embed(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """The classifier's embeddings (N x E) of tiles at ``boxes`` (for enrolment)."""
         img = _picture(image)
         if not boxes:
             return np.zeros((0, self._embedding_size), np.float32)
-        crops = np.stack([self._crop(img, b) for b in boxes])
+        crops = self._crops(img, boxes)
         x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
-        (emb,) = self._classifier.run(["embedding"], {"crops": x})
+        try:
+            (emb,) = self._classifier.run(["embedding"], {"crops": x})
+        except Exception as exc:
+            raise ModelError(f"the classifier model failed: {exc}") from None
         return emb
+
+    def _crops(self, img: np.ndarray, boxes: list[Box]) -> np.ndarray:
+        for box in boxes:
+            if len(box) != 4 or not all(math.isfinite(v) for v in box) or min(box[2:]) <= 0:
+                raise VisionError(
+                    f"a tile's box is x, y, width, height, finite and of some size, not {box}"
+                )
+        return np.stack([self._crop(img, b) for b in boxes])
 
     def _crop(self, img: np.ndarray, box: Box) -> np.ndarray:
         x, y, w, h = box
@@ -469,7 +522,7 @@ class TileRecognizer:
                     box=box,
                     quad=quad,
                     sideways=sideways,
-                    needs_confirmation=bool(confidence < self.min_confidence),
+                    needs_confirmation=not confidence >= self.min_confidence,
                     alternatives=alternatives,
                     finder_score=score,
                 )
