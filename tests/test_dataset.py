@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 from hypothesis import given
@@ -54,11 +55,43 @@ def test_boxes_and_polygons():
 
 
 @pytest.mark.parametrize(
-    "line", ["x 0.5 0.5 0.1 0.1", "99 0.5 0.5 0.1 0.1", "3 0.5 0.5 0.1", "3 0.1 0.1 0.2 0.2 0.3"]
+    "line",
+    [
+        "x 0.5 0.5 0.1 0.1",
+        "99 0.5 0.5 0.1 0.1",
+        "3 0.5 0.5 0.1",
+        "3 0.1 0.1 0.2 0.2 0.3",
+        "1 nan nan nan nan",  # would be clipped into a whole-photo box
+        "1 0.5 0.5 inf 0.1",
+    ],
 )
 def test_bad_label_lines(line):
     with pytest.raises(ModelError, match="label line 1"):
         parse_label_file(line, 100, 100)
+
+
+def _with_exif_orientation(jpeg: bytes, orientation: int) -> bytes:
+    """The JPEG with an APP1 EXIF segment holding only an orientation tag."""
+    ifd = (1).to_bytes(2, "little") + (0x0112).to_bytes(2, "little") + (3).to_bytes(2, "little")
+    ifd += (1).to_bytes(4, "little") + orientation.to_bytes(2, "little") + b"\0\0" + b"\0" * 4
+    body = b"Exif\0\0" + b"II*\0" + (8).to_bytes(4, "little") + ifd
+    return jpeg[:2] + b"\xff\xe1" + (len(body) + 2).to_bytes(2, "big") + body + jpeg[2:]
+
+
+def test_a_photo_turned_by_exif_is_read_as_its_labels_see_it(tmp_path):
+    (tmp_path / "images").mkdir()
+    (tmp_path / "labels").mkdir()
+    img = np.zeros((30, 40, 3), np.uint8)
+    img[:, :20] = 255  # the left half white
+    _, jpeg = cv2.imencode(".jpg", img)
+    (tmp_path / "images" / "turned.jpg").write_bytes(_with_exif_orientation(jpeg.tobytes(), 6))
+    (tmp_path / "labels" / "turned.txt").write_text("4 0.25 0.5 0.5 1.0\n")  # the white half
+    (photo,) = load_photos(tmp_path)
+    assert cv2.imread(str(photo.path)).shape[:2] == (40, 30)  # a viewer would turn it
+    pixels = photo.image()
+    assert photo.size == (pixels.shape[1], pixels.shape[0]) == (40, 30)
+    x, y, w, h = photo.boxes[0].astype(int)
+    assert pixels[y : y + h, x : x + w].mean() > 200
 
 
 def test_source_and_split():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from controller.cli import main
+from controller.errors import ModelError
 from vision import enrol
 from vision.detection import TileDetection
 from vision.faces import procedural_faces
@@ -160,6 +161,30 @@ def test_bad_labels_files(tmp_path):
     bad.write_text(json.dumps({"rows": []}))
     with pytest.raises(enrol.EnrolError, match="not an enrolment labels file"):
         enrol.read_labels(bad)
+    # a hand-edited box: NaN (which Python's JSON reader takes) would crash the cropping
+    for box in ("[NaN, 10, 20, 20]", '"1234"', "[1, 2, 3]", "[0, 0, 0, 9]", "[0, 0, 9, Infinity]"):
+        bad.write_text('{"tiles": [{"image": "a.png", "label": "5m", "box": ' + box + "}]}")
+        with pytest.raises(enrol.EnrolError, match="tile 1 has a bad box"):
+            enrol.read_labels(bad)
+
+
+def test_a_box_off_the_photo_is_refused(tmp_path, rec):
+    photo = tmp_path / "grid.png"
+    _grid_photo(photo, [[0, 1, 2]], seed=5)
+    samples = enrol.samples_from_grid(rec, photo, [[0, 1, 2]])
+    width = cv2.imread(str(photo)).shape[1]
+    off = enrol.EnrolSample(photo, (width - 5.0, 10.0, 40.0, 50.0), 0)
+    with pytest.raises(enrol.EnrolError, match="lies mostly outside"):
+        enrol.embeddings_by_photo(rec, [*samples, off])
+
+
+def test_a_corrupt_base_head_is_a_model_error(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    data = (DEFAULT_MODEL_DIR / "base_head.npz").read_bytes()
+    (model / "base_head.npz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelError, match=r"no usable base_head\.npz"):
+        enrol.base_head(model)
 
 
 def test_enrolled_model_never_overwrites_its_base(tmp_path):

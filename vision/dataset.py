@@ -15,6 +15,7 @@ with :data:`ROBOFLOW_CODES`.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,8 +98,11 @@ class LabelledPhoto:
         return split_of(self.source)
 
     def image(self) -> np.ndarray:
-        """The photo as BGR ``uint8``; :class:`~controller.errors.CameraError` if unreadable."""
-        img = cv2.imread(str(self.path), cv2.IMREAD_COLOR)
+        """The photo as BGR ``uint8``; :class:`~controller.errors.CameraError` if unreadable.
+
+        Its pixels as stored, an EXIF orientation not applied: the labels and :attr:`size`
+        (read from the JPEG header) refer to the stored grid."""
+        img = cv2.imread(str(self.path), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
         if img is None:
             raise CameraError(f"cannot read the photo {self.path}")
         return img
@@ -116,6 +120,9 @@ def parse_label_file(text: str, width: int, height: int) -> tuple[np.ndarray, np
             vals = [float(v) for v in parts[1:]]
         except ValueError:
             raise ModelError(f"label line {n} is not numbers: {line!r}") from None
+        if not all(math.isfinite(v) for v in vals):
+            # max(0, nan) is 0 and min(1, nan) is 1: a NaN would become a whole-photo box
+            raise ModelError(f"label line {n} has a coordinate that is not a number: {line!r}")
         if not 0 <= cls < len(ROBOFLOW_TO_LABEL):
             raise ModelError(f"label line {n} has class {cls}, not 0-{len(ROBOFLOW_TO_LABEL) - 1}")
         if len(vals) == 4:

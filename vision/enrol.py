@@ -20,6 +20,7 @@ No PyTorch is needed: enrolment runs on the table's own computer.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,9 +157,13 @@ def read_labels(path: str | Path) -> list[EnrolSample]:
                 label = label_from_name(str(r["label"]))
             except ModelError as exc:
                 raise EnrolError(f"{p}: tile {i + 1}: {exc.message}") from None
-            box = tuple(float(v) for v in r["box"])
-            if len(box) != 4 or box[2] <= 0 or box[3] <= 0:
-                raise EnrolError(f"{p}: tile {i + 1} has a bad box {r['box']!r}")
+            raw = r["box"]
+            # "1234" would iterate into four numbers: a box is a list
+            box = tuple(float(v) for v in raw) if isinstance(raw, list) else ()
+            if len(box) != 4 or not all(math.isfinite(v) for v in box) or min(box[2:]) <= 0:
+                raise EnrolError(
+                    f"{p}: tile {i + 1} has a bad box {raw!r}: [x, y, width, height] expected"
+                )
             out.append(EnrolSample(Path(r["image"]), box, label))  # type: ignore[arg-type]
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise EnrolError(f"cannot read the labels file {p}: {exc}") from None
@@ -249,7 +254,20 @@ def embeddings_by_photo(
         by_image.setdefault(s.image, []).append(s)
     out = []
     for path, group in by_image.items():
-        emb = embed_views(recognizer, read_image(path), [s.box for s in group])
+        img = read_image(path)
+        height, width = img.shape[:2]
+        for s in group:
+            x, y, w, h = s.box
+            # a tile mostly off the photo would teach the head the photo's border
+            inside = max(0.0, min(x + w, width) - max(x, 0.0)) * max(
+                0.0, min(y + h, height) - max(y, 0.0)
+            )
+            if inside < 0.5 * w * h:
+                raise EnrolError(
+                    f"{path}: the box {s.box} of a {label_name(s.label)} lies mostly outside "
+                    f"the {width}x{height} photo"
+                )
+        emb = embed_views(recognizer, img, [s.box for s in group])
         labels = np.array([s.label for s in group] * (len(emb) // len(group)), np.int64)
         out.append(PhotoEmbeddings(path, emb, labels, len(group)))
     return out
@@ -290,7 +308,7 @@ def base_head(model_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         with np.load(path) as data:
             return data["weight"].astype(np.float64), data["bias"].astype(np.float64)
-    except (OSError, KeyError, ValueError) as exc:
+    except Exception as exc:  # numpy raises what its zip reader raises for a truncated file
         raise ModelError(f"the model at {model_dir} has no usable base_head.npz: {exc}") from None
 
 
