@@ -214,6 +214,19 @@ def test_opencv_open_failures_are_clear(tmp_path: Path) -> None:
         OpenCVCamera(57).read()
     with pytest.raises(CameraError, match="index is 0 or more"):
         OpenCVCamera(-1)
+    with pytest.raises(CameraError, match="below 2"):
+        open_camera("99999999999999999999")
+
+
+def test_a_source_opencv_refuses_outright_is_a_camera_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*args: object) -> None:
+        raise cv2.error("(-5:Bad argument) in function 'VideoCapture'")
+
+    monkeypatch.setattr(cv2, "VideoCapture", refuse)
+    with pytest.raises(CameraError, match=r"camera 3: .*Bad argument"):
+        OpenCVCamera(3).read()
 
 
 def test_open_camera_understands_what_an_installer_types(tmp_path: Path) -> None:
@@ -237,6 +250,11 @@ def test_open_camera_understands_what_an_installer_types(tmp_path: Path) -> None
         open_camera("  ")
     with pytest.raises(CameraError, match="picamera:N"):
         open_camera("picamera:x")
+    # digits to str.isdigit() but not to int()
+    with pytest.raises(CameraError, match="neither a camera index"):
+        open_camera("²")
+    with pytest.raises(CameraError, match="picamera:N"):
+        open_camera("picamera:²")
 
 
 @given(st.integers(0, 10_000))

@@ -245,8 +245,9 @@ class OpenCVCamera(CameraSource):
         live: bool | None = None,
         timeout_s: float = 10.0,
     ) -> None:
-        if isinstance(source, bool) or (isinstance(source, int) and source < 0):
-            raise CameraError(f"a camera index is 0 or more, not {source!r}")
+        # OpenCV takes the index as a C int
+        if isinstance(source, bool) or (isinstance(source, int) and not 0 <= source < 2**31):
+            raise CameraError(f"a camera index is 0 or more (and below 2**31), not {source!r}")
         self.source: int | str = source if isinstance(source, int) else os.fspath(source)
         self.width, self.height, self.fps = width, height, fps
         self.timeout_s = timeout_s
@@ -269,7 +270,10 @@ class OpenCVCamera(CameraSource):
         for prop in ("CAP_PROP_OPEN_TIMEOUT_MSEC", "CAP_PROP_READ_TIMEOUT_MSEC"):
             if hasattr(cv2, prop):  # honoured by the stream backends; a frozen URL cannot hang us
                 params += [getattr(cv2, prop), timeout_ms]
-        cap = cv2.VideoCapture(src, cv2.CAP_ANY, params)
+        try:
+            cap = cv2.VideoCapture(src, cv2.CAP_ANY, params)
+        except cv2.error as exc:  # OpenCV refuses some sources outright rather than failing
+            raise CameraError(f"{self.name}: {exc}") from None
         if not cap.isOpened():
             cap.release()
             raise CameraError(self._open_failure())
@@ -458,12 +462,13 @@ def open_camera(spec: str | int, *, size: tuple[int, int] | None = None) -> Came
     if not isinstance(spec, str) or not spec.strip():
         raise CameraError(f"{spec!r} does not name a camera")
     text = spec.strip()
-    if text.isdigit():
+    # "²".isdigit() is true, but int() refuses it
+    if text.isascii() and text.isdigit():
         return OpenCVCamera(int(text), width=width, height=height)
     lowered = text.lower()
     if lowered == "picamera" or lowered.startswith("picamera:"):
         num = text.partition(":")[2] or "0"
-        if not num.isdigit():
+        if not (num.isascii() and num.isdigit()):
             raise CameraError(f"{text!r}: write picamera or picamera:N with N the camera number")
         return PicameraSource(int(num), size=size or (1280, 960))
     if "://" in text:
