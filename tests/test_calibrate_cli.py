@@ -150,10 +150,50 @@ def test_check_says_whether_the_camera_moved(
     assert "run 'mahjong-table calibrate'" in capsys.readouterr().err
 
 
+def test_check_without_markers_in_view_is_not_moved(
+    tmp_path: Path, frame_png: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "c.json"
+    assert main(["calibrate", "--image", str(frame_png), "--out", str(out)]) == 0
+    blank = tmp_path / "blank.png"
+    cv2.imwrite(str(blank), np.full((480, 640, 3), 90, np.uint8))
+    # 1 would say the camera moved; not seeing the markers is a failure to read them
+    assert main(["calibrate", "--check", "--image", str(blank), "--out", str(out)]) == 3
+    assert "no markers in view" in capsys.readouterr().err
+
+
 def test_writes_the_markers_to_print(tmp_path: Path) -> None:
     sheet = tmp_path / "markers.png"
     assert main(["calibrate", "--markers-sheet", str(sheet)]) == 0
     assert sorted(find_markers(cv2.imread(str(sheet)))) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--markers-sheet", "{tmp}/sheet.txt"], "use .png or .jpg"),
+        (["--markers-sheet", "{tmp}/a-file/sheet.png"], "cannot write"),
+        (["--markers-sheet", "{tmp}/big.png", "--marker-mm", "120", "--marker-inset-mm", "70"],
+         "cannot be printed four to an A4 page"),
+        (["--markers-sheet", "{tmp}/tiny.png", "--marker-mm", "0.3"],
+         "cannot be printed four to an A4 page"),
+        (["--image", "{frame}", "--save-frame", "{tmp}/a-file/f.png", "--out", "{tmp}/c.json"],
+         "cannot write"),
+        (["--image", "{frame}", "--corners", "0,0 100,100 200,200 300,300",
+          "--out", "{tmp}/c.json"], "not in a line"),
+    ],
+)  # fmt: skip
+def test_what_cannot_be_written_or_drawn_is_a_clear_failure(
+    tmp_path: Path,
+    frame_png: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    (tmp_path / "a-file").write_text("a file where a folder would go")
+    argv = [a.format(tmp=tmp_path, frame=frame_png) for a in args]
+    assert main(["calibrate", *argv]) == 3
+    assert message in capsys.readouterr().err
 
 
 def test_listed_in_the_help() -> None:

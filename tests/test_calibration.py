@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 from hypothesis import given
@@ -221,6 +222,16 @@ def test_edited_zones_are_honoured(tmp_path: Path) -> None:
             ' "homography": [[1, 0, 0], [0, 1, 0], [0, 0, 1]], "zones": [{"seat": 0}]}',
             "damaged",
         ),
+        (
+            '{"format": "mahjong-table calibration", "version": 1, "image_size": [640, 480],'
+            ' "homography": [[1, 0, 0], [0, 1, 0], [0, 0, 1]], "table": [1000]}',
+            "damaged",
+        ),
+        (
+            '{"format": "mahjong-table calibration", "version": 1, "image_size": [640, 480],'
+            ' "homography": [[1, 0, 0], [0, 1, 0], [0, 0, 1]], "points": [[0, 0]]}',
+            "damaged",
+        ),
     ],
 )
 def test_bad_calibration_files_say_what_is_wrong(
@@ -302,3 +313,22 @@ def test_marker_image_is_found() -> None:
     img = np.full((300, 300, 3), 120, np.uint8)
     img[50:250, 50:250] = marker_image(3, 200)
     assert list(find_markers(img)) == [3]
+    # grey (also HxWx1), BGRA and 16-bit pictures are looked at too
+    grey = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
+    assert list(find_markers(grey)) == list(find_markers(grey[:, :, None])) == [3]
+    assert list(find_markers(cv2.cvtColor(img, cv2.COLOR_BGR2BGRA))) == [3]
+    assert list(find_markers(img.astype(np.uint16) * 257)) == [3]
+
+
+@pytest.mark.parametrize(
+    "image", [np.zeros((30, 30, 3), np.float64), np.zeros((30, 30, 2), np.uint8)]
+)
+def test_looking_for_markers_in_what_is_no_picture_is_a_calibration_error(image) -> None:
+    with pytest.raises(CalibrationError, match="cannot look for markers"):
+        find_markers(image)
+
+
+def test_an_empty_frame_is_a_calibration_error(scene: TableScene) -> None:
+    cal = calibrate_from_markers(scene.render(TableLayout(), scene.camera()).image)
+    with pytest.raises(CalibrationError, match="empty"):
+        cal.plane_image(np.zeros((0, 640, 3), np.uint8))

@@ -220,8 +220,10 @@ def _check(args: argparse.Namespace, size: tuple[int, int] | None) -> int:
         if len(drift) == 4:
             break
     if not drift:
-        print("mahjong-table calibrate: no markers in view to check against", file=sys.stderr)
-        return EXIT_NO
+        from vision.calibration import CalibrationError
+
+        # "cannot see" is not "moved": the help gives each its own status
+        raise CalibrationError("no markers in view to check against")
     worst = max(drift.values())
     moved = worst > DRIFT_TOLERANCE_MM
     if args.json:
@@ -264,12 +266,19 @@ def _write(path: Path, image: np.ndarray) -> None:
     import cv2
 
     from vision.calibration import CalibrationError
+    from vision.camera import IMAGE_SUFFIXES
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ok, data = cv2.imencode(path.suffix or ".png", image)
+    suffix = path.suffix.lower() or ".png"
+    if suffix not in IMAGE_SUFFIXES:
+        raise CalibrationError(f"cannot write a picture as {path.suffix!r}: use .png or .jpg")
+    try:
+        ok, data = cv2.imencode(suffix, image)
+    except cv2.error:
+        ok = False
     if not ok:
         raise CalibrationError(f"cannot write a picture as {path.suffix!r}: use .png or .jpg")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data.tobytes())
     except OSError as exc:
         raise CalibrationError(f"cannot write {path}: {exc.strerror or exc}") from None

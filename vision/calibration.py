@@ -320,13 +320,15 @@ class Calibration:
             )
         try:
             table = data.get("table") or {}
+            points = data.get("points") or {}
+            if not isinstance(table, dict) or not isinstance(points, dict):
+                raise TypeError("'table' and 'points' must be objects")
             geometry = TableGeometry(**{k: float(v) for k, v in table.items()})
             zones_data = data.get("zones") or []
             zones = tuple(
                 np.asarray(z["polygon_mm"], dtype=np.float64)
                 for z in sorted(zones_data, key=lambda z: int(z["seat"]))
             )
-            points = data.get("points") or {}
             return cls(
                 homography=np.asarray(data["homography"], dtype=np.float64),
                 image_size=tuple(int(v) for v in data["image_size"]),  # type: ignore[arg-type]
@@ -339,7 +341,7 @@ class Calibration:
             )
         except CalibrationError as exc:
             raise CalibrationError(f"{where}: {exc.message}") from None
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CalibrationError(f"{where} is damaged ({type(exc).__name__}: {exc})") from None
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -380,8 +382,8 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
 
 
 def _size_of(image: np.ndarray) -> tuple[int, int]:
-    if not isinstance(image, np.ndarray) or image.ndim < 2:
-        raise CalibrationError("expected an image array")
+    if not isinstance(image, np.ndarray) or image.ndim < 2 or min(image.shape[:2]) == 0:
+        raise CalibrationError("expected an image array, not an empty one")
     return int(image.shape[1]), int(image.shape[0])
 
 
@@ -396,9 +398,15 @@ def find_markers(image: np.ndarray) -> dict[int, np.ndarray]:
     (the marker's own clockwise order). A marker seen twice is reported once, the larger."""
     import cv2
 
+    from vision.camera import as_bgr
+
     if not isinstance(image, np.ndarray) or image.ndim not in (2, 3) or image.size == 0:
         raise CalibrationError("expected an image to look for markers in")
-    grey = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    try:
+        # grey, BGRA and 16-bit pictures are made 8-bit colour; float and odd shapes refused
+        grey = cv2.cvtColor(as_bgr(image, "the picture"), cv2.COLOR_BGR2GRAY)
+    except VisionError as exc:
+        raise CalibrationError(f"cannot look for markers: {exc.message}") from None
     params = cv2.aruco.DetectorParameters()
     params.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX
     detector = cv2.aruco.ArucoDetector(_dictionary(), params)
@@ -424,9 +432,15 @@ def _fit(
     h, _ = cv2.findHomography(
         image_points.astype(np.float64), plane_points.astype(np.float64), method=0
     )
-    if h is None or not np.all(np.isfinite(h)):
+    # four points in a line give a finite matrix that maps the table onto a line
+    if (
+        h is None
+        or not np.all(np.isfinite(h))
+        or abs(np.linalg.det(h)) < 1e-12 * np.abs(h).max() ** 3
+    ):
         raise CalibrationError(
-            "the reference points do not describe a view of the table (are they in order?)"
+            "the reference points do not describe a view of the table (are they in order, "
+            "and not in a line?)"
         )
     err = apply(h, image_points) - plane_points
     return h, float(np.sqrt(np.mean(np.sum(err**2, axis=1))))
@@ -579,6 +593,10 @@ def marker_image(marker: int, side_px: int) -> np.ndarray:
     return cv2.cvtColor(out, cv2.COLOR_GRAY2BGR)
 
 
+SHEET_MAX_MARKER_MM = 80.0
+"""The largest marker :func:`marker_sheet` fits four to an A4 page, with its lines of text."""
+
+
 def marker_sheet(geometry: TableGeometry | None = None, dpi: int = 300) -> np.ndarray:
     """A printable A4 page (portrait, ``dpi`` dots per inch) with the four markers at their
     true size and a line under each saying which corner it goes to."""
@@ -590,6 +608,12 @@ def marker_sheet(geometry: TableGeometry | None = None, dpi: int = 300) -> np.nd
     side = round(geometry.marker_mm * per_mm)
     code_cells = 6
     side -= side % code_cells
+    if side < 2 * code_cells or geometry.marker_mm > SHEET_MAX_MARKER_MM:
+        raise CalibrationError(
+            f"a {geometry.marker_mm:g} mm marker cannot be printed four to an A4 page at "
+            f"{dpi} dpi: the sheet takes markers of {2 * code_cells / per_mm:.1f}-"
+            f"{SHEET_MAX_MARKER_MM:g} mm (print a larger one on its own)"
+        )
     for k in MARKER_IDS:
         col, row = k % 2, k // 2
         cx = round((55 + 100 * col) * per_mm)
