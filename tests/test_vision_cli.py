@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -38,6 +39,34 @@ def test_detect_text_and_annotation(photo, tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"{photo}: 3 tiles")
     assert (tmp_path / "row.png").is_file()
+
+
+def test_annotations_of_pictures_of_one_name_are_all_kept(photo, tmp_path, capsys):
+    other = tmp_path / "elsewhere" / "row.jpg"
+    other.parent.mkdir()
+    cv2.imwrite(str(other), cv2.imread(str(photo)))
+    out = tmp_path / "drawn"
+    assert main(["detect", str(photo), str(other), "--annotate", str(out), "--json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert [r["annotated"] for r in records] == [str(out / "row.png"), str(out / "row-2.png")]
+    assert all(Path(r["annotated"]).is_file() for r in records)
+
+
+def test_annotations_that_cannot_be_written_are_failures(photo, tmp_path, capsys):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    assert main(["detect", str(photo), "--annotate", str(a_file)]) == 2
+    assert "--annotate" in capsys.readouterr().err
+    (tmp_path / "drawn" / "row.png").mkdir(parents=True)  # a folder where the picture goes
+    assert main(["detect", str(photo), "--annotate", str(tmp_path / "drawn")]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_enrol_into_a_file_is_a_clear_error(photo, tmp_path, capsys):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    assert main(["enrol", str(photo), "--out", str(a_file)]) == 2
+    assert "cannot use" in capsys.readouterr().err
 
 
 def test_detect_with_unreadable_images(photo, tmp_path, capsys):

@@ -36,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--model", type=Path, help="model folder (default: the committed model)")
     d.add_argument("--min-confidence", type=float, help="flag tiles under this probability")
     d.add_argument("--annotate", type=Path, metavar="DIR", help="also write each picture with "
-                   "its tiles drawn into DIR")  # fmt: skip
+                   "its tiles drawn into DIR, as NAME.png (NAME-2.png for a second picture of "
+                   "the same name; --json gives each record's 'annotated' file)")  # fmt: skip
     d.set_defaults(func=detect_command)
 
     t = subparsers.add_parser(
@@ -110,9 +111,16 @@ def detect_command(args: argparse.Namespace) -> int:
     if args.min_confidence is not None and not 0.0 <= args.min_confidence <= 1.0:
         print("mahjong-table detect: --min-confidence is a probability, 0 to 1", file=sys.stderr)
         return EXIT_INPUT
+    if args.annotate:
+        try:
+            args.annotate.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            print(f"mahjong-table detect: --annotate {args.annotate}: {exc}", file=sys.stderr)
+            return EXIT_INPUT
     rec = TileRecognizer(args.model, min_confidence=args.min_confidence)
     records = []
     failed = 0
+    written: set[str] = set()
     for path in args.images:
         try:
             img = read_image(path)
@@ -122,17 +130,26 @@ def detect_command(args: argparse.Namespace) -> int:
             print(f"mahjong-table detect: {exc}", file=sys.stderr)
             records.append({"image": str(path), "error": str(exc)})
             continue
-        records.append(
-            {
-                "image": str(path),
-                "width": img.shape[1],
-                "height": img.shape[0],
-                "tiles": [t.to_json() for t in tiles],
-            }
-        )
+        record = {
+            "image": str(path),
+            "width": img.shape[1],
+            "height": img.shape[0],
+            "tiles": [t.to_json() for t in tiles],
+        }
+        records.append(record)
         if args.annotate:
-            args.annotate.mkdir(parents=True, exist_ok=True)
-            cv2.imwrite(str(args.annotate / (path.stem + ".png")), annotate(img, tiles))
+            # a.png and b/a.jpg must not overwrite each other's picture
+            name, n = f"{path.stem}.png", 1
+            while name in written:
+                n += 1
+                name = f"{path.stem}-{n}.png"
+            written.add(name)
+            target = args.annotate / name
+            if cv2.imwrite(str(target), annotate(img, tiles)):
+                record["annotated"] = str(target)
+            else:
+                failed += 1
+                print(f"mahjong-table detect: cannot write {target}", file=sys.stderr)
         if not args.json:
             confirm = sum(t.needs_confirmation for t in tiles)
             print(f"{path}: {len(tiles)} tiles" + (f", {confirm} to confirm" if confirm else ""))
@@ -249,7 +266,10 @@ def enrol_command(args: argparse.Namespace) -> int:
     model_dir = args.model or DEFAULT_MODEL_DIR
     rec = TileRecognizer(model_dir)
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise enrol.EnrolError(f"cannot use {out} as the output folder: {exc}") from None
     if args.labels is not None and args.labels.exists():
         samples = enrol.read_labels(args.labels)
         print(f"{len(samples)} tiles from {args.labels}")
@@ -262,7 +282,8 @@ def enrol_command(args: argparse.Namespace) -> int:
             samples.extend(enrol.samples_from_grid(rec, photo, layout))
         labels_path = args.labels or out / "labels.json"
         enrol.write_labels(labels_path, samples)
-        cv2.imwrite(str(out / "check.png"), enrol.contact_sheet(samples))
+        if not cv2.imwrite(str(out / "check.png"), enrol.contact_sheet(samples)):
+            raise enrol.EnrolError(f"cannot write {out / 'check.png'}")
         wrong = [s for s in samples if s.read_as != s.label]
         print(
             f"{len(samples)} tiles labelled from the layout; the model read {len(wrong)} "
