@@ -325,6 +325,34 @@ def test_a_grey_frame_is_read_as_colour(sim_camera: SimCamera, pipeline: TablePi
     assert TablePipeline(pipeline.calibration, NoTiles()).process(grey).reading.index == 5
 
 
+def test_seats_mode_keeps_a_tile_in_a_strip_but_in_no_zone(pipeline: TablePipeline) -> None:
+    cal = pipeline.calibration
+    g = cal.geometry
+    # on seat 0's side, just beyond its zone, inside its strip's margin
+    u, v = g.side_mm / 2, cal.seat_depth(0) + STRIP_MARGIN_MM / 2
+    corners = [(u - 15, v - 10), (u + 15, v - 10), (u + 15, v + 10), (u - 15, v + 10)]
+    quad_mm = apply(g.seat_to_plane(0), corners)
+    assert cal.seat_of(quad_mm.mean(axis=0)) is None
+    ppm = 1.5
+    strip_quad = apply(
+        np.linalg.inv(cal.seat_strip_to_plane(0, ppm, margin_mm=STRIP_MARGIN_MM)), quad_mm
+    )
+
+    class InSeatZeroStrip:
+        strips = 0
+
+        def detect(self, image: np.ndarray) -> list[TileDetection]:
+            self.strips += 1
+            if self.strips > 1:
+                return []
+            return [TileDetection(4, 0.95, box_of_quad(strip_quad), strip_quad)]
+
+    image = np.full((*cal.image_size[::-1], 3), 90, np.uint8)
+    seats = TablePipeline(cal, InSeatZeroStrip(), mode="seats", px_per_mm=ppm)
+    (read,) = seats.read(image).reads
+    assert read.label == 4 and np.allclose(read.centre, quad_mm.mean(axis=0), atol=1.0)
+
+
 def test_watch_stops_when_told(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
     assert list(pipeline.watch(sim_camera, should_stop=lambda: True)) == []
     assert len(list(pipeline.watch(sim_camera, limit=2))) == 2

@@ -59,8 +59,9 @@ class Recognizer(Protocol):
 @dataclass(frozen=True)
 class TableReading:
     """One frame, read: ``views`` (a :class:`SeatView` per seat, from this frame alone),
-    ``reads`` (every tile found on the table plane, in the zones or not), the frame's
-    ``index`` and ``timestamp``, and ``seconds`` spent reading it."""
+    ``reads`` (every tile found, on the table plane, in the zones or not: anywhere in the
+    frame in ``"frame"`` mode, anywhere in the seat strips in ``"seats"`` mode), the
+    frame's ``index`` and ``timestamp``, and ``seconds`` spent reading it."""
 
     index: int
     timestamp: float
@@ -225,8 +226,10 @@ class TablePipeline:
             to_plane = cal.seat_strip_to_plane(seat, self.px_per_mm, margin_mm=STRIP_MARGIN_MM)
             for det in self.recognizer.detect(strip):
                 read = TileRead.from_detection(det, to_plane)
-                # a neighbour's corner shows at each end of the strip: its own strip reads it
-                if cal.seat_of(read.centre) == seat:
+                # a neighbour's corner shows at each end of the strip: its own strip reads it.
+                # A tile in no zone (the strip's margin) is kept; if two strips both show
+                # it, merge_duplicates counts it once
+                if cal.seat_of(read.centre) in (seat, None):
                     reads.append(read)
         return reads
 
