@@ -66,3 +66,21 @@ def test_art_faces_missing_sheet(tmp_path):
     (tmp_path / "wikimedia-pd" / "uni.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
     with pytest.raises(ModelError, match="no symbol"):
         art_faces(tmp_path)
+
+
+@pytest.mark.parametrize("broken", ['<path d="M1 2 L3"/>', '<rect x="1px" width="5" height="5"/>'])
+def test_art_that_cannot_be_drawn_names_its_symbol(tmp_path, broken):
+    from vision.faces import _ART_IDS
+
+    symbols = [
+        f'<symbol id="{sym}" viewBox="0 0 10 10"><rect x="1" y="1" width="8" height="8"/></symbol>'
+        for sym in _ART_IDS.values()
+    ]
+    first = next(iter(_ART_IDS.values()))
+    symbols[0] = f'<symbol id="{first}" viewBox="0 0 10 10">{broken}</symbol>'
+    (tmp_path / "wikimedia-pd").mkdir()
+    (tmp_path / "wikimedia-pd" / "uni.svg").write_text(
+        "<svg xmlns='http://www.w3.org/2000/svg'>" + "".join(symbols) + "</svg>"
+    )
+    with pytest.raises(ModelError, match=f"symbol '{first}' .* cannot be drawn"):
+        art_faces(tmp_path, 48)

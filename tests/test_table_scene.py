@@ -47,6 +47,18 @@ def test_layouts_refuse_what_cannot_lie_on_a_table() -> None:
         TableLayout(arms=(ArmOver(5, (0, 0)),))
 
 
+@pytest.mark.timeout(20)
+def test_more_discards_than_tiles_left_is_refused_not_a_hang() -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(SceneError, match="tiles are left"):
+        random_layout(rng, discards=137)
+    with pytest.raises(SceneError, match="tiles are left"):
+        random_layout(rng, discards=-1)
+    # every tile left can be laid: the draw ends
+    full = random_layout(np.random.default_rng(0), max_melds=0, winner=False, discards=136)
+    assert len(full.discards) == 136 and max(full.tile_counts()) == COPIES
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 100_000))
 def test_random_tables_are_drawn_from_one_set(seed: int) -> None:

@@ -522,7 +522,8 @@ def art_faces(
     """A face set drawn from the public-domain sheet ``wikimedia-pd/<sheet>`` in
     ``tile_art_dir`` (``uni.svg`` in colour, ``unib.svg`` in black lines).
 
-    Raises :class:`~controller.errors.ModelError` when the sheet is missing or unreadable.
+    Raises :class:`~controller.errors.ModelError` when the sheet is missing or unreadable, or
+    a symbol in it cannot be drawn.
     """
     path = Path(tile_art_dir) / "wikimedia-pd" / sheet
     try:
@@ -547,8 +548,15 @@ def art_faces(
         ox = width * ss * m + (fw - vb[2] * s) / 2 - vb[0] * s
         oy = h * ss * m + (fh - vb[3] * s) / 2 - vb[1] * s
         mat = np.array([[s, 0, ox], [0, s, oy], [0, 0, 1]], np.float64)
-        for child in el:
-            _draw_svg(canvas, child, mat, ids, depth=0)
+        try:
+            for child in el:
+                _draw_svg(canvas, child, mat, ids, depth=0)
+        except (ValueError, IndexError, KeyError, cv2.error) as exc:
+            # a hand-edited or truncated sheet: name the symbol rather than crash in the parser
+            raise ModelError(
+                f"the tile art {path}: symbol {sym!r} ({label_name(label)}) cannot be drawn: "
+                f"{exc!r}"
+            ) from None
         faces[label] = cv2.resize(canvas, (width, h), interpolation=cv2.INTER_AREA)
     faces[BACK] = back_face(width, colour=back, body=body)
     return FaceSet(f"art:{sheet}", faces)

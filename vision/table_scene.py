@@ -632,6 +632,10 @@ def random_layout(
             open_tiles.sort()
         mine = [flowers.pop() for _ in range(int(flower_counts[k]))]
         seats.append(SeatLayout(tuple(sorted(mine)), tuple(melds), tuple(open_tiles)))
+    left = sum(counts)
+    if not 0 <= discards <= left:
+        # drawing on would never end
+        raise SceneError(f"{discards} discards asked for, but {left} tiles are left to lay")
     centre: list[Tile] = []
     while len(centre) < discards:
         t = int(rng.integers(NUM_KINDS))
