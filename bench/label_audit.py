@@ -47,8 +47,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from controller.errors import MahjongTableError  # noqa: E402
 from vision.dataset import (  # noqa: E402
     MISS_CAUSES,
+    SPLITS,
     LabelledPhoto,
     Prediction,
     label_overlap,
@@ -169,11 +171,13 @@ def read_verdicts(path: Path, photos: Sequence[LabelledPhoto]) -> dict[str, str]
         raise AuditError(f"{path} has no {' or '.join(sorted(missing))} column")
     known = {p.path.name for p in photos}
     out: dict[str, str] = {}
+    seen: set[str] = set()  # with or without a verdict: a second row would be ambiguous
     for n, row in enumerate(rows, 2):
         name = (row["photo"] or "").strip()
         verdict = (row["verdict"] or "").strip().lower()
-        if name in out:
+        if name in seen:
             raise AuditError(f"{path} line {n}: {name} is named twice")
+        seen.add(name)
         if name not in known:
             raise AuditError(f"{path} line {n}: {name!r} is not a photo of this split")
         if not verdict:
@@ -301,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path, nargs="?", help="folder for the audit sheet")
     ap.add_argument("--score", type=Path, help="an audit sheet with verdicts filled in")
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
-    ap.add_argument("--split", default="held_out")
+    ap.add_argument("--split", default="held_out", choices=SPLITS)
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--photos", type=int, default=60, help="how many photos to picture")
     ap.add_argument("--limit", type=int, help="only the split's first photos (a quick look)")
@@ -314,7 +318,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give either an output folder or --score SHEET")
     if args.blind and args.out is None:
         ap.error("--blind writes a sheet: give an output folder")
+    try:
+        return _run(args)
+    except (AuditError, MahjongTableError, OSError) as exc:  # a bad sheet, no data or model
+        print(f"label_audit: {exc}", file=sys.stderr)
+        return 2
 
+
+def _run(args: argparse.Namespace) -> int:
     photos = load_photos(args.data / "real-photos", [args.split])[: args.limit]
     drawn = min(args.photos, len(photos))
     if args.blind:
@@ -327,11 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {}
     if args.score is not None:
         # a sheet that cannot be read is said before the photos are read
-        try:
-            verdicts = read_verdicts(args.score, photos)
-        except AuditError as exc:
-            print(f"label_audit: {exc}", file=sys.stderr)
-            return 2
+        verdicts = read_verdicts(args.score, photos)
     rec = TileRecognizer(args.model, threads=2)
     preds = [[(d.box, d.label, d.confidence) for d in rec.detect(p.image())] for p in photos]
     if args.score is not None:

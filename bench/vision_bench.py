@@ -46,6 +46,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from controller.errors import MahjongTableError  # noqa: E402
 from vision.dataset import (  # noqa: E402
     CROWDED_LABELS,
     MISS_CAUSES,
@@ -206,7 +207,17 @@ def main(argv: list[str] | None = None) -> int:
         "--no-refine", action="store_true", help="keep the finder's boxes (the box output's worth)"
     )
     args = ap.parse_args(argv)
+    for name in ("frames", "repeat", "rounds", "limit"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            ap.error(f"--{name} must be 1 or more")
+    try:
+        return _run(args)
+    except MahjongTableError as exc:  # no data, no model
+        print(f"vision_bench: {exc}", file=sys.stderr)
+        return 2
 
+
+def _run(args: argparse.Namespace) -> int:
     rec = TileRecognizer(args.model, threads=2, refine=not args.no_refine)
     photos = load_photos(args.data / "real-photos", ["held_out"])[: args.limit]
     sources = len({p.source for p in photos})
@@ -367,12 +378,13 @@ def main(argv: list[str] | None = None) -> int:
             "missed": causes[crowded],
             "box_size_ratio": median,
         }
-    worst = sorted(per_label.values(), key=lambda t: t.figures()["f1"])[:6]
+    # a label none of the photos holds or was read as has no F1 to be weakest by
+    present = [t for t in per_label.values() if t.tp + t.fp + t.fn]
+    worst = sorted(present, key=lambda t: t.figures()["f1"])[:6]
     weakest = ", ".join(f"{t.name} {t.figures()['f1']:.2f}" for t in worst)
     print(f"  weakest labels (labelled area): {weakest}")
-    figures["accuracy"] = {
-        t.name: t.figures() for t in (ours_all, ours_play, ours_flow, ours_on_peer, peer)
-    }
+    compared = (ours_on_peer, peer) if use_peer else ()
+    figures["accuracy"] = {t.name: t.figures() for t in (ours_all, ours_play, ours_flow, *compared)}
     figures["finder"] = {"precision": fp, "recall": fr}
 
     print("latency (median, 2 CPU threads each):")

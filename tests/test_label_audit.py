@@ -51,6 +51,7 @@ def test_verdicts_are_read_back_and_empty_ones_left_out(tmp_path):
         ([("p0.jpg", "fine")], ("photo", "verdict"), "line 2: verdict 'fine' for p0.jpg"),
         ([("p9.jpg", "fits")], ("photo", "verdict"), "'p9.jpg' is not a photo of this split"),
         ([("p0.jpg", "fits"), ("p0.jpg", "")], ("photo", "verdict"), "line 3: p0.jpg is named"),
+        ([("p0.jpg", ""), ("p0.jpg", "misfit")], ("photo", "verdict"), "line 3: p0.jpg is named"),
     ],
 )
 def test_a_sheet_that_cannot_be_read_says_where_and_why(tmp_path, rows, header, says):
@@ -143,6 +144,14 @@ def test_a_bad_sheet_stops_before_the_photos_are_read(shared_data, tmp_path, cap
     argv = ["--score", str(sheet), "--data", str(shared_data), "--limit", "3"]
     assert label_audit.main(argv) == 2
     assert "'not-a-photo.jpg' is not a photo of this split" in capsys.readouterr().err
+
+
+def test_no_data_or_an_unknown_split_is_a_clear_failure(tmp_path, capsys):
+    assert label_audit.main([str(tmp_path / "out"), "--data", str(tmp_path)]) == 2
+    assert "no photos in" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        label_audit.main([str(tmp_path / "out"), "--split", "bogus"])
+    assert stop.value.code == 2 and "invalid choice" in capsys.readouterr().err
 
 
 def test_the_committed_audit_names_photos_of_the_held_out_split(shared_data):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from controller.rules.tiles import Tile
 from vision.calibration import Calibration
 from vision.detection import TileDetection
 from vision.melds import SeatView, TileRead, group_table
-from vision.table_eval import TableFigures, evaluate, run
+from vision.table_eval import TableFigures, evaluate, main, run
 from vision.table_scene import SeatLayout, TableLayout, TableScene, random_layout
 
 
@@ -62,3 +64,13 @@ def test_an_empty_table_reads_right_with_nothing_found() -> None:
     for k in range(4):
         tally.add_seat(k, TableLayout().seats[k], SeatView(k))
     assert tally.figures()["seat_accuracy"] == 1.0
+
+
+def test_the_command_prints_figures_or_a_clear_error(tmp_path, capsys):
+    assert main(["--frames", "1", "--seed", "3"]) == 0
+    assert "meld_accuracy" in json.loads(capsys.readouterr().out)
+    assert main(["--frames", "1", "--model", str(tmp_path / "none")]) == 2
+    assert "no model folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["--frames", "0"])
+    assert stop.value.code == 2 and "--frames must be 1 or more" in capsys.readouterr().err

@@ -183,11 +183,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=("frame", "seats"), default="frame")
     ap.add_argument("--model", help="model folder (default: the committed model)")
     args = ap.parse_args(argv)
+    if args.frames < 1:
+        ap.error("--frames must be 1 or more")
+    from controller.errors import MahjongTableError
     from vision.recognizer import TileRecognizer
 
-    recognizer = TileRecognizer(args.model)
-    figures = evaluate(recognizer, frames=args.frames, seed=args.seed, mode=args.mode).figures()
-    print(json.dumps(figures, indent=2))
+    try:
+        recognizer = TileRecognizer(args.model)
+        figures = evaluate(recognizer, frames=args.frames, seed=args.seed, mode=args.mode)
+    except MahjongTableError as exc:
+        print(f"{ap.prog}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(figures.figures(), indent=2))
     return 0
 
 
