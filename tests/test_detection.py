@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from vision.detection import TileDetection, box_intersections, box_iou, box_of_quad
 from vision.labels import BACK
+from vision.recognizer import quad_of
 
 
 def _det(**kw):
@@ -47,6 +49,11 @@ def test_sideways_angle():
     quad = np.array([[0, 0], [0, 30], [40, 30], [40, 0]], np.float32)  # long axis along x
     d = _det(quad=quad, box=(0, 0, 40, 30), sideways=True)
     assert d.angle == pytest.approx(0.0)
+    # the recogniser's outline of the same tile starts at the picture's top-left corner
+    outline, sideways = quad_of((0, 0, 40, 30), 0.0)
+    assert sideways and _det(quad=outline, box=(0, 0, 40, 30)).angle == pytest.approx(0.0)
+    upright, _ = quad_of((0, 0, 30, 40), math.pi / 2)
+    assert _det(quad=upright).angle == pytest.approx(90.0)
 
 
 def test_iou_examples():

@@ -21,7 +21,10 @@ class TileDetection:
     ``label`` is a :mod:`vision.labels` label (a :class:`~controller.rules.tiles.Tile` value
     or :data:`~vision.labels.BACK`); ``confidence`` the classifier's probability of it (0-1);
     ``box`` the axis-aligned box ``(x, y, w, h)`` and ``quad`` the tile's outline (4x2 float
-    array, corners clockwise from the tile's own top-left), both in image pixels; ``sideways``
+    array, corners in turn from the tile's own top-left where the source knows which way up
+    the tile lies, as the renderer does; the recogniser cannot tell a tile's top from its
+    bottom, so its outlines run clockwise from the corner nearest the picture's top-left),
+    both in image pixels; ``sideways``
     says the tile's long axis lies horizontal in the image (a claimed tile in a meld).
     ``needs_confirmation`` is set when the confidence is under the recogniser's threshold: the
     label is then only a best guess for the players to confirm. ``alternatives`` are the
@@ -63,9 +66,12 @@ class TileDetection:
 
     @property
     def angle(self) -> float:
-        """Direction of the tile's long axis, degrees in [0, 180) (90 = upright in the image)."""
+        """Direction of the tile's long axis, degrees in [0, 180) (90 = upright in the image):
+        along the outline's longer pair of sides, whichever corner the outline starts at."""
         q = self.quad
-        dx, dy = (q[3] + q[2] - q[0] - q[1]) / 2.0  # top edge midpoint to bottom edge midpoint
+        across = (q[1] - q[0] + q[2] - q[3]) / 2.0  # the first side and the one facing it
+        down = (q[3] - q[0] + q[2] - q[1]) / 2.0  # the other two
+        dx, dy = down if math.hypot(*down) >= math.hypot(*across) else across
         return math.degrees(math.atan2(float(dy), float(dx))) % 180.0
 
     def iou(self, box: Box) -> float:
