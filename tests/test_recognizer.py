@@ -279,6 +279,11 @@ def test_bad_settings():
         TileRecognizer(min_confidence=1.5)
     with pytest.raises(ModelError):
         TileRecognizer(input_size=100)
+    for threshold in (math.nan, 0.0, 1.5):
+        with pytest.raises(ModelError, match="finder_threshold"):
+            TileRecognizer(finder_threshold=threshold)
+    with pytest.raises(ModelError, match="min_confidence"):
+        TileRecognizer(min_confidence=math.nan)
 
 
 @pytest.mark.parametrize(
@@ -302,6 +307,7 @@ def test_bad_settings():
         ("finder", "../models/finder.onnx", "finder must name a file in the model folder"),
         ("rescale", "false", "rescale must be true or false"),
         ("refine", "no", "refine must be true or false"),
+        ("back_threshold", 1.5, "back_threshold must be 0-1"),
     ],
 )
 def test_bad_numbers_in_the_manifest_are_named(tmp_path, key, value, message):

@@ -208,6 +208,13 @@ class TileRecognizer:
         self.reread_below = num("reread_below", 0.0)
         if not 0.0 <= self.min_confidence <= 1.0:
             raise ModelError(f"min_confidence must be 0-1, not {self.min_confidence}")
+        # a NaN threshold would find no tile and say nothing
+        if not 0.0 < self.finder_threshold <= 1.0:
+            raise ModelError(
+                f"finder_threshold must be above 0 and at most 1, not {self.finder_threshold}"
+            )
+        if not 0.0 <= self.back_threshold <= 1.0:
+            raise ModelError(f"back_threshold must be 0-1, not {self.back_threshold}")
         if not 0.0 <= self.reread_below <= 1.0:
             raise ModelError(
                 f"{self.model_dir / 'model.json'}: reread_below must be 0-1, "
