@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.errors import HandError
+from controller.errors import HandError, VisionError
 from controller.rules.melds import Meld, MeldKind
 from controller.rules.tiles import Tile, parse_tiles
 from vision.calibration import SEATS, Calibration, TableGeometry, apply
@@ -278,6 +278,31 @@ def test_views_serialise() -> None:
 def test_unknown_labels_are_refused() -> None:
     with pytest.raises(HandError):
         TileRead(BACK + 1, 0.5, np.zeros((4, 2)))
+
+
+@pytest.mark.parametrize(
+    ("confidence", "quad", "says"),
+    [
+        (math.nan, np.zeros((4, 2)), "confidence is 0-1"),
+        (1.5, np.zeros((4, 2)), "confidence is 0-1"),
+        (0.5, np.zeros((3, 2)), "four finite corners"),
+        (0.5, np.full((4, 2), math.nan), "four finite corners"),
+    ],
+)
+def test_a_read_that_is_no_tile_is_a_vision_error(confidence, quad, says) -> None:
+    with pytest.raises(VisionError, match=says):
+        TileRead(4, confidence, quad)
+
+
+def test_spans_must_match_the_tiles() -> None:
+    with pytest.raises(VisionError, match="3 tiles but 2 measured spans"):
+        settle_orientation(0, row(0, "1m 2m 3m"), [None, None])
+
+
+def test_reads_without_width_still_merge() -> None:
+    dot = np.zeros((4, 2))
+    a, b = TileRead(4, 0.9, dot + 100.0), TileRead(4, 0.5, dot + 101.0)
+    assert merge_duplicates([a, b]) == [a]
 
 
 @settings(max_examples=40, deadline=None)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from controller.errors import HandError
+from controller.errors import HandError, VisionError
 from controller.rules.melds import Meld, MeldKind
 from controller.rules.tiles import Tile
 from vision.calibration import SEATS, Calibration, TableGeometry, apply
@@ -54,11 +54,17 @@ class TileRead:
     alternatives: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
-        quad = np.asarray(self.quad, np.float64).reshape(4, 2)
+        quad = np.asarray(self.quad, np.float64)
+        if quad.size != 8 or not np.isfinite(quad).all():
+            raise VisionError(f"a tile's outline is four finite corners, not {quad.tolist()}")
+        quad = quad.reshape(4, 2)
         quad.setflags(write=False)
         object.__setattr__(self, "quad", quad)
         if not 0 <= int(self.label) < NUM_LABELS:
             raise HandError(f"{self.label!r} is not a tile label")
+        # NaN too: it would pass every threshold test (1e-6: float32 rounding of a sure read)
+        if not 0.0 <= self.confidence <= 1.0 + 1e-6:
+            raise VisionError(f"a tile's confidence is 0-1, not {self.confidence}")
 
     @classmethod
     def from_detection(cls, det: TileDetection, to_plane: np.ndarray) -> TileRead:
@@ -596,6 +602,8 @@ def settle_orientation(
     showing in an oblique view (parallax) cancels out. Two stacked tiles found as one are
     split in two; face-down tiles keep their outline.
     """
+    if len(spans) != len(reads):
+        raise VisionError(f"{len(reads)} tiles but {len(spans)} measured spans")
     geometry = geometry or TableGeometry()
     to_seat = geometry.plane_to_seat(seat)
     tiles = [_in_seat(r, to_seat) for r in reads]
@@ -694,6 +702,8 @@ def merge_duplicates(reads: Sequence[TileRead], tile_mm: float | None = None) ->
     if not reads:
         return []
     unit = tile_mm or float(np.median([_in_seat(r, np.eye(3)).short for r in reads]))
+    # outlines with no width (a degenerate read) must not make every tile distinct
+    unit = unit if unit > 0 else DEFAULT_TILE_MM
     order = sorted(reads, key=lambda r: -r.confidence)
     centres = np.array([r.centre for r in order])
     kept = np.zeros(len(order), bool)
