@@ -68,6 +68,28 @@ def one_meld(seat: int, text: str, kind: str = "pung", source: int | None = 2) -
     return TableLayout().with_seat(seat, melds=(Meld.of(kind, text, source),))
 
 
+def test_a_removal_sooner_than_a_replacement_is_refused() -> None:
+    with pytest.raises(VisionError, match="remove_frames \\(2\\) must be at least"):
+        TableTracker(CAL.geometry, stable_frames=STABLE, remove_frames=2)
+    # at the floor, a pung becoming a kong is still one change
+    table = Table(TableTracker(CAL.geometry, stable_frames=STABLE, remove_frames=STABLE))
+    table.show(one_meld(1, "EEE", source=3), 10)
+    out = table.show(one_meld(1, "EEEE", kind="added_kong", source=3), 12)
+    assert [c.kind for c in out] == [ChangeKind.MELD_CHANGED]
+
+
+def test_changes_carry_the_frame_number_they_are_given() -> None:
+    # the camera's count, which skips frames that could not be read
+    tracker = TableTracker(CAL.geometry, stable_frames=2)
+    views = group_table([TileRead(p.label, 0.97, p.quad()) for p in SCENE.place(
+        one_meld(1, "EEE", source=3))], CAL)  # fmt: skip
+    assert tracker.update(views, frame=40) == []
+    (change,) = tracker.update(views, frame=43)
+    assert change.frame == 43 and change.to_json()["frame"] == 43
+    tracker.update(views)
+    assert tracker.frame == 44
+
+
 def test_a_new_meld_is_reported_once_it_is_stable() -> None:
     table = Table()
     layout = one_meld(1, "EEE", source=3)

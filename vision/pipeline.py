@@ -140,7 +140,9 @@ class TablePipeline:
         seat's settled view."""
         image, index, stamp = self._unpack(frame)
         reading = self._read(image, index, stamp)
-        changes = self.tracker.update(reading.views, is_bare=self.bare_test(image))
+        changes = self.tracker.update(
+            reading.views, is_bare=self.bare_test(image), frame=reading.index
+        )
         return TableUpdate(reading, tuple(changes), self.tracker.views)
 
     def _read(self, image: np.ndarray, index: int, stamp: float) -> TableReading:

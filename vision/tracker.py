@@ -159,7 +159,7 @@ class TableTracker:
 
     ``stable_frames`` is how many frames a change must be seen before it is reported;
     ``remove_frames`` how long a place must be in plain view without what lay there before it is
-    removed;
+    removed (at least ``stable_frames``, so that a thing replaced is not reported removed);
     ``forget_frames`` how many frames in a row a not-yet-confirmed reading may be missed before
     it is forgotten; ``match_mm`` how far a thing may shift between frames and stay the same.
     """
@@ -175,6 +175,12 @@ class TableTracker:
     ) -> None:
         if stable_frames < 1 or remove_frames < 1 or forget_frames < 1:
             raise VisionError("the tracker's frame counts must be 1 or more")
+        if remove_frames < stable_frames:
+            # a replacement needs stable_frames of the new reading; removing the old one
+            # sooner would report a pung becoming a kong as one gone and another new
+            raise VisionError(
+                f"remove_frames ({remove_frames}) must be at least stable_frames ({stable_frames})"
+            )
         self.geometry = geometry or TableGeometry()
         self.stable_frames = stable_frames
         self.remove_frames = remove_frames
@@ -239,13 +245,19 @@ class TableTracker:
     # -- one frame -----------------------------------------------------------------------------
 
     def update(
-        self, views: Sequence[SeatView], *, is_bare: BareTest | None = None
+        self,
+        views: Sequence[SeatView],
+        *,
+        is_bare: BareTest | None = None,
+        frame: int | None = None,
     ) -> list[TableChange]:
         """Take one frame's readings (a :class:`SeatView` per seat) and return the changes
-        that became settled with it."""
+        that became settled with it. ``frame`` is the frame's number, which the changes
+        carry (the camera's count, as the pipeline gives it); by default one more than the
+        last update's."""
         if len(views) != SEATS:
             raise VisionError(f"the tracker takes four seat views, not {len(views)}")
-        self.frame += 1
+        self.frame = self.frame + 1 if frame is None else int(frame)
         changes: list[TableChange] = []
         for view in views:
             changes += self._update_seat(view, is_bare)
