@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 
 from controller.errors import CameraError, ModelError, VisionError
 from vision.dataset import load_photos, tile_f1
-from vision.detection import box_iou
+from vision.detection import TileDetection, box_iou
 from vision.faces import procedural_faces
 from vision.labels import BACK
 from vision.recognizer import (
     DEFAULT_MODEL_DIR,
     TileRecognizer,
     _nms,
+    _reading_order,
     decode_finder,
     quad_of,
     refine_box,
@@ -188,6 +189,22 @@ def test_corrupt_model_files(tmp_path):
     (model / "model.json").write_text('{"format": 2}')
     with pytest.raises(ModelError, match="format 1"):
         TileRecognizer(model)
+
+
+def _tile_at(label: int, cx: float, cy: float) -> TileDetection:
+    box = (cx - 15, cy - 20, 30.0, 40.0)
+    x, y, w, h = box
+    return TileDetection(label, 0.9, box, [(x, y), (x + w, y), (x + w, y + h), (x, y + h)])
+
+
+def test_tiles_come_in_rows_top_to_bottom_each_left_to_right():
+    # one row drawn a little askew, its centres either side of 1.5 bands (band 24 px), and a
+    # second row below: a fixed grid of rows would split the first
+    row1 = [_tile_at(k, 40.0 * k, 34.0 + (k % 2) * 4.0) for k in range(5)]
+    row2 = [_tile_at(10 + k, 40.0 * k + 5, 90.0 - (k % 2) * 3.0) for k in range(4)]
+    shuffled = [row2[2], row1[3], row1[0], row2[0], row1[4], row2[3], row1[1], row2[1], row1[2]]
+    assert [d.label for d in _reading_order(shuffled)] == [0, 1, 2, 3, 4, 10, 11, 12, 13]
+    assert _reading_order([]) == []
 
 
 def test_a_classifier_without_embeddings_is_refused(tmp_path):

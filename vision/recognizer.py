@@ -534,15 +534,25 @@ class TileRecognizer:
                     finder_score=score,
                 )
             )
-        if out:
-            band = max(8.0, 0.6 * float(np.median([d.box[3] for d in out])))
+        return _reading_order(out)
 
-            def reading_order(d: TileDetection) -> tuple[int, float]:
-                cx, cy = d.centre
-                return round(cy / band), cx
 
-            out.sort(key=reading_order)
-        return out
+def _reading_order(tiles: list[TileDetection]) -> list[TileDetection]:
+    """Rows top to bottom, each left to right. A row is the tiles whose centres lie within
+    0.6 of a tile's height below its topmost one, so a row is never split by where it falls
+    on a fixed grid."""
+    if not tiles:
+        return []
+    band = max(8.0, 0.6 * float(np.median([d.box[3] for d in tiles])))
+    by_height = sorted(tiles, key=lambda d: d.centre[1])
+    rows: list[list[TileDetection]] = []
+    top = -math.inf
+    for d in by_height:
+        if d.centre[1] - top > band:
+            rows.append([])
+            top = d.centre[1]
+        rows[-1].append(d)
+    return [d for row in rows for d in sorted(row, key=lambda d: d.centre[0])]
 
 
 def refine_box(box: Box, out: np.ndarray, margin: float) -> Box:

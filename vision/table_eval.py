@@ -140,7 +140,9 @@ def evaluate(
     scenes: dict[int, TableScene] = {}
     for _ in range(frames):
         felt = int(rng.integers(len(FELTS)))
-        scene = scenes.setdefault(felt, TableScene(felt_colour=FELTS[felt], seed=felt))
+        if felt not in scenes:  # a scene is costly to build: one per felt
+            scenes[felt] = TableScene(felt_colour=FELTS[felt], seed=felt)
+        scene = scenes[felt]
         layout = random_layout(rng, discards=int(rng.integers(0, 20)), walls=rng.random() < 0.5)
         camera = scene.camera(
             frame_size,
