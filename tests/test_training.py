@@ -474,3 +474,67 @@ def test_reusing_a_classifier_trains_only_the_finder(first, tmp_path):
     assert any("finder epoch" in line for line in logs)
     assert not any("classifier epoch" in line for line in logs)
     TileRecognizer(second)
+
+
+def test_a_run_that_fails_leaves_the_model_it_would_replace(first, tmp_path, monkeypatch):
+    import shutil
+
+    import vision.training as training
+
+    out = tmp_path / "model"
+    shutil.copytree(first, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt  # Ctrl-C while the settings are being chosen
+
+    monkeypatch.setattr(training, "tune", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        train(TrainConfig.preset("tiny", None, out, seed=5, log=lambda _: None))
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]  # no work folder left behind
+
+
+def test_training_into_an_enrolled_model_is_refused_before_any_work(first, tmp_path):
+    import shutil
+
+    out = tmp_path / "enrolled"
+    shutil.copytree(first, out)
+    (out / "head.npz").write_bytes(b"an enrolled head")
+    logs: list[str] = []
+    with pytest.raises(ModelError, match="holds an enrolled model"):
+        train(TrainConfig.preset("tiny", None, out, log=logs.append))
+    assert logs == [] and (out / "head.npz").read_bytes() == b"an enrolled head"
+
+
+def test_what_cannot_be_a_model_folder_is_refused_before_any_work(first, tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    with pytest.raises(ModelError, match="not a folder"):
+        train(TrainConfig.preset("tiny", None, a_file, log=lambda _: None))
+    for reuse in ("reuse_finder", "reuse_classifier"):
+        cfg = TrainConfig.preset("tiny", None, tmp_path / "m", **{reuse: tmp_path / "none"})
+        with pytest.raises(ModelError, match="no model folder"):
+            train(cfg)
+        assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("finder_steps", 0, "finder_steps must be a whole number, 1 or more"),
+        ("finder_batch", 0, "finder_batch must be"),
+        ("classifier_epochs", 0, "classifier_epochs must be"),
+        ("classifier_batch", 0, "classifier_batch must be"),
+        ("threads", 0, "threads must be"),
+        ("synth_scenes", 0, "synth_scenes must be"),
+        ("seed", -1, "seed must be a whole number, 0 or more"),
+        ("finder_size", 100, "finder_size must be a multiple of 32"),
+        ("max_photos", 0, "max_photos must be 1 or more"),
+        ("classifier_lr", 0.0, "classifier_lr must be above 0"),
+        ("finder_stretch", 0.5, "finder_stretch must be 1"),
+    ],
+)
+def test_settings_that_cannot_train_are_refused_at_once(tmp_path, field, value, said):
+    with pytest.raises(ModelError, match=said):
+        TrainConfig.preset("tiny", None, tmp_path, **{field: value})

@@ -118,6 +118,7 @@ def test_train_tiny(tmp_path, shared_data, capsys):
     assert "model written to" in printed and "classifier epoch 2/2" in printed
     config = json.loads((out / "model.json").read_text())["training"]["config"]
     assert config["classifier_epochs"] == 2 and config["finder_deep_width"] == 0.5
+    assert config["tune_table_frames"] == 1  # the tiny preset's, --tune-tables not given
     assert config["classifier_any_tilt"] == 0.5 and config["label_box_lessons"] == "apart"
     from vision.recognizer import TileRecognizer
 
@@ -139,6 +140,11 @@ def test_label_box_lessons_choices_are_the_trainings():
         ("--finder-deep-width", "0", "--finder-deep-width must be above 0"),
         ("--classifier-any-tilt", "1.5", "--classifier-any-tilt must be a share from 0 to 1"),
         ("--classifier-any-tilt", "nan", "--classifier-any-tilt must be a share from 0 to 1"),
+        ("--finder-epochs", "0", "--finder-epochs must be 1 or more"),
+        ("--classifier-epochs", "-1", "--classifier-epochs must be 1 or more"),
+        ("--threads", "0", "--threads must be 1 or more"),
+        ("--seed", "-1", "--seed must be 0 or more"),
+        ("--tune-tables", "0", "--tune-tables must be at least 1"),
     ],
 )
 def test_train_with_an_option_out_of_range(tmp_path, shared_data, capsys, option, value, said):

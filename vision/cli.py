@@ -23,6 +23,11 @@ LABEL_BOX_LESSONS = ("all", "apart", "none")
 that building the parser imports nothing heavy (a test keeps the two alike)."""
 
 
+TUNE_TABLES_DEFAULT = 20
+"""Rendered tables each finder threshold is run on when ``--tune-tables`` is not given (the
+full preset's :attr:`~vision.training.TrainConfig.tune_table_frames`)."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     d = subparsers.add_parser(
         "detect",
@@ -72,8 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "this model's finder threshold, close-up second look and reread "
                    "confidence again on the validation photos and write them into its "
                    "model.json")  # fmt: skip
-    t.add_argument("--tune-tables", type=int, default=20, metavar="N", help="rendered tables"
-                   " each finder threshold is also run on (default 20)")  # fmt: skip
+    t.add_argument("--tune-tables", type=int, metavar="N", help="rendered tables each finder "
+                   f"threshold is also run on (default {TUNE_TABLES_DEFAULT}; the tiny "
+                   "preset 1)")  # fmt: skip
     t.set_defaults(func=train_command)
 
     e = subparsers.add_parser(
@@ -199,8 +205,14 @@ def train_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
         )
-    if args.tune_tables < 1:
+    if args.tune_tables is not None and args.tune_tables < 1:
         raise ConfigError(f"--tune-tables must be at least 1, not {args.tune_tables}")
+    for flag in ("threads", "finder_epochs", "classifier_epochs"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:  # 0 must not read as "the preset's"
+            raise ConfigError(f"--{flag.replace('_', '-')} must be 1 or more, not {value}")
+    if args.seed < 0:
+        raise ConfigError(f"--seed must be 0 or more, not {args.seed}")
     if args.finder_deep_width is not None and not args.finder_deep_width > 0:
         raise ConfigError(f"--finder-deep-width must be above 0, not {args.finder_deep_width}")
     if args.classifier_any_tilt is not None and not 0 <= args.classifier_any_tilt <= 1:
@@ -208,7 +220,12 @@ def train_command(args: argparse.Namespace) -> int:
             f"--classifier-any-tilt must be a share from 0 to 1, not {args.classifier_any_tilt}"
         )
     if args.retune is not None:
-        return _retune(args.retune, data, args.threads or default_threads(), args.tune_tables)
+        return _retune(
+            args.retune,
+            data,
+            args.threads or default_threads(),
+            args.tune_tables or TUNE_TABLES_DEFAULT,
+        )
     out = args.out or DEFAULT_MODEL_DIR
     cfg = TrainConfig.preset(
         args.preset,
@@ -218,9 +235,13 @@ def train_command(args: argparse.Namespace) -> int:
         threads=args.threads or default_threads(),
         reuse_finder=args.reuse_finder,
         reuse_classifier=args.reuse_classifier,
-        **({"tune_table_frames": args.tune_tables} if args.preset == "full" else {}),
-        **({"finder_epochs": args.finder_epochs} if args.finder_epochs else {}),
-        **({"classifier_epochs": args.classifier_epochs} if args.classifier_epochs else {}),
+        **({"tune_table_frames": args.tune_tables} if args.tune_tables is not None else {}),
+        **({"finder_epochs": args.finder_epochs} if args.finder_epochs is not None else {}),
+        **(
+            {"classifier_epochs": args.classifier_epochs}
+            if args.classifier_epochs is not None
+            else {}
+        ),
         **(
             {"finder_deep_width": args.finder_deep_width}
             if args.finder_deep_width is not None

@@ -24,6 +24,7 @@ import json
 import math
 import os
 import shutil
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -116,6 +117,39 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         # said before hours of training, not when the finder is built
+        at_least_one = (
+            "threads",
+            "synth_scenes",
+            "finder_batch",
+            "finder_epochs",
+            "finder_steps",
+            "classifier_epochs",
+            "classifier_batch",
+            "real_flower_repeat",
+            "tune_table_frames",
+        )
+        for name in at_least_one:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ModelError(f"{name} must be a whole number, 1 or more, not {value!r}")
+        for name in ("seed", "table_frames", "synth_crops_max"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ModelError(f"{name} must be a whole number, 0 or more, not {value!r}")
+        if self.max_photos is not None and self.max_photos < 1:
+            raise ModelError(
+                f"max_photos must be 1 or more (or None for all), not {self.max_photos}"
+            )
+        if self.finder_size < 64 or self.finder_size % 32:
+            # the finder halves the picture five times and adds the halves back up
+            raise ModelError(
+                f"finder_size must be a multiple of 32, 64 or more, not {self.finder_size}"
+            )
+        for name in ("finder_lr", "classifier_lr"):
+            if not getattr(self, name) > 0:
+                raise ModelError(f"{name} must be above 0, not {getattr(self, name)}")
+        if not self.finder_stretch >= 1:
+            raise ModelError(f"finder_stretch must be 1 (none) or more, not {self.finder_stretch}")
         if not self.finder_deep_width > 0:
             raise ModelError(
                 f"the finder's deep width must be above 0, not {self.finder_deep_width}"
@@ -782,16 +816,57 @@ def _centre_crops(batch: np.ndarray) -> np.ndarray:
 # The run
 
 
+MODEL_FILES = (FINDER_FILE, CLASSIFIER_FILE, "base_head.npz", MANIFEST_FILE)
+"""What a training run writes into its model folder (the manifest last)."""
+
+
 def train(cfg: TrainConfig) -> dict[str, Any]:
     """Train both models, export them to ONNX in ``cfg.out_dir`` with a ``model.json``
-    manifest, and return the manifest (which includes the validation figures)."""
+    manifest, and return the manifest (which includes the validation figures).
+
+    The run works in a folder of its own beside ``cfg.out_dir`` and moves its files into
+    place only once the model is trained and tuned: a run that fails or is stopped leaves
+    the folder's model as it was. A folder holding an enrolled head (``head.npz``, fitted to
+    another classifier's embeddings) is refused, as are reuse folders that are not models."""
+    _check_folders(cfg)
     torch = _torch()
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(max(1, cfg.threads))
     cv2.setNumThreads(1)
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{cfg.out_dir.name}.training-", dir=cfg.out_dir.parent))
+    try:
+        manifest = _train_into(replace(cfg, out_dir=work))
+        for name in MODEL_FILES:
+            os.replace(work / name, cfg.out_dir / name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return manifest
+
+
+def _check_folders(cfg: TrainConfig) -> None:
+    from vision.recognizer import HEAD_FILE, TileRecognizer
+
+    out = cfg.out_dir
+    if out.exists() and not out.is_dir():
+        raise ModelError(f"{out} is not a folder to write the model into")
+    if (out / HEAD_FILE).exists():
+        raise ModelError(
+            f"{out} holds an enrolled model ({HEAD_FILE}), fitted to its present classifier: "
+            "train into another folder, then enrol again with the new model"
+        )
+    for name in ("reuse_finder", "reuse_classifier"):
+        src = getattr(cfg, name)
+        if src is None:
+            continue
+        TileRecognizer(src)  # ModelError now, not after the data is prepared
+        if (Path(src) / HEAD_FILE).exists():
+            cfg.log(f"note: {src} is enrolled; its {HEAD_FILE} is not carried over")
+
+
+def _train_into(cfg: TrainConfig) -> dict[str, Any]:
     rng = np.random.default_rng(cfg.seed)
     t0 = time.time()
-    cfg.out_dir.mkdir(parents=True, exist_ok=True)
 
     train_photos = _real_photos(cfg, "train")
     val_photos = _real_photos(cfg, "validation")
