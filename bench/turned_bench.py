@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     tiles = sum(len(p.labels) for p in photos)
     print(f"{args.split} photos whose labels stay apart: {len(photos)}, {tiles} tiles")
+    if not tiles:
+        print(f"turned_bench: no {args.split} photo to read", file=sys.stderr)
+        return 2
     models = args.models or [None]
     readers = [TileRecognizer(m, threads=2) for m in models]
     # a few dozen 640 px photos: read once, not once per angle and model

@@ -17,6 +17,7 @@ vanish and come back, to exercise the product's handling of a lost camera.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -56,11 +57,25 @@ class SimCamera(CameraSource):
         layout: TableLayout | None = None,
     ) -> None:
         super().__init__("simulated camera")
+        width, height = size
+        if not (isinstance(width, int) and isinstance(height, int) and min(width, height) >= 16):
+            raise CameraError(
+                "the simulated camera's size is two whole numbers of pixels, 16 or more, "
+                f"not {size}"
+            )
+        if not zoom > 0:
+            raise CameraError(f"the simulated camera's zoom must be above 0, not {zoom}")
+        faults = DEFAULT_FAULTS if faults is None else faults
+        known = {f.name for f in dataclasses.fields(Camera)} - {"size", "homography", "view"}
+        unknown = sorted(set(faults) - known)
+        if unknown:
+            raise CameraError(
+                f"the simulated camera has no fault {', '.join(map(repr, unknown))}; it has "
+                f"{', '.join(sorted(known))}"
+            )
         self.scene = scene or TableScene(seed=seed)
         self.seed = int(seed)
-        self.view: Camera = self.scene.camera(
-            size, tilt=tilt, turn=turn, zoom=zoom, **(DEFAULT_FAULTS if faults is None else faults)
-        )
+        self.view: Camera = self.scene.camera(size, tilt=tilt, turn=turn, zoom=zoom, **faults)
         self._layout = layout or TableLayout()
         self._lock = threading.Lock()
         self._plugged = True
@@ -118,7 +133,9 @@ class SimCamera(CameraSource):
         return self.scene.true_calibration(self.view)
 
     def render(self, layout: TableLayout | None = None) -> TableFrame:
-        """Render a frame of ``layout`` (default the current one) without reading it."""
+        """Render a frame of ``layout`` (default the current one) without reading it. It
+        takes the next frame of the seeded sequence, as a read does: the frames read after it
+        differ from those of a camera that was only read."""
         rng = np.random.default_rng([self.seed, self._rendered])
         self._rendered += 1
         return self.scene.render(layout or self.layout, self.view, rng=rng)

@@ -89,3 +89,18 @@ def test_another_mounting_and_clean_picture() -> None:
     assert frame.size == (640, 480)
     cal = calibrate_from_markers(frame.image)
     assert cal.image_size == (640, 480) and cal.error_mm < 3
+
+
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        ({"size": (0, 0)}, "size is two whole numbers"),
+        ({"size": (-5, 10)}, "size is two whole numbers"),
+        ({"zoom": 0.0}, "zoom must be above 0"),
+        ({"faults": {"nosie": 2.0}}, "no fault 'nosie'"),
+    ],
+)
+def test_settings_it_cannot_show_are_camera_errors(settings, said) -> None:
+    with pytest.raises(CameraError, match=said):
+        SimCamera(**settings)
+    SimCamera(size=(320, 240), faults={"glare": 0.3, "jpeg": 80})  # every Camera fault is one

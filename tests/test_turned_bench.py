@@ -25,3 +25,14 @@ def test_a_turned_tile_fills_the_box_that_holds_it(angle):
     seen = (xs.min() - 0.5, ys.min() - 0.5, xs.max() + 0.5, ys.max() + 0.5)
     x, y, w, h = boxes[0]
     assert seen == pytest.approx((x, y, x + w, y + h), abs=1.5)
+
+
+def test_a_split_without_photos_is_a_clear_failure(tmp_path, capsys):
+    from vision.dataset import split_of
+
+    # one photo, of a source that falls in the training split
+    source = next(f"src{k}" for k in range(1000) if split_of(f"src{k}") == "train")
+    (tmp_path / "real-photos" / "images").mkdir(parents=True)
+    cv2.imwrite(str(tmp_path / "real-photos" / "images" / f"{source}.jpg"), np.zeros((64, 64, 3)))
+    assert turned_bench.main(["--data", str(tmp_path), "--split", "validation"]) == 2
+    assert "no validation photo to read" in capsys.readouterr().err

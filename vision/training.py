@@ -501,7 +501,8 @@ def _real_finder_sample(
         known = np.ascontiguousarray(np.rot90(known[y0 : y0 + size, x0 : x0 + size], k))
     boxes[:, 0] -= x0
     boxes[:, 1] -= y0
-    # keep tiles whose centre lies inside; clip the rest of the box to the picture
+    # keep tiles whose centre lies inside, their boxes whole (a box may reach past the edge,
+    # as the synthetic scenes' do)
     cx = boxes[:, 0] + boxes[:, 2] / 2
     cy = boxes[:, 1] + boxes[:, 3] / 2
     keep = (cx >= 0) & (cx < size) & (cy >= 0) & (cy < size)
