@@ -26,6 +26,7 @@ The rules (``docs/protocol.md`` has the full story):
 from __future__ import annotations
 
 import itertools
+import random
 from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -105,9 +106,12 @@ class LinkEndpoint:
         min_rto: float = 0.025,
         max_rto: float = 0.4,
         ack_delay: float = 0.0,
+        first_epoch: int | None = None,
     ) -> None:
         if not 1 <= window <= 16:
             raise ValueError("window must be 1-16")
+        if first_epoch is not None and not 1 <= first_epoch <= 255:
+            raise ValueError("first_epoch must be 1-255")
         if not 0 <= ack_delay < min_rto:
             raise ValueError("ack_delay must be at least 0 and below min_rto")
         self.ack_delay = ack_delay
@@ -117,6 +121,10 @@ class LinkEndpoint:
         self.max_rto = max_rto
         self.stats = LinkStats()
         self.epoch = 0
+        # A new host starts at a random epoch: a late frame of the previous host's (same
+        # numbers, its command ids forgotten by the MCU with that host) is then of another
+        # epoch and ignored, but for one chance in 255
+        self._first_epoch = first_epoch or random.SystemRandom().randint(1, 255)
         self._tokens = itertools.count(1)
         self._backlog: deque[_Tx] = deque()
         self._unacked: deque[_Tx] = deque()
@@ -203,7 +211,7 @@ class LinkEndpoint:
         """(Initiator) start a new epoch; ``payload`` is echoed by the peer's RESET_ACK."""
         self._resetting = True
         self._reset_payload = payload
-        self._pending_epoch = self.epoch % 255 + 1
+        self._pending_epoch = self.epoch % 255 + 1 if self.epoch else self._first_epoch
         self._reset_deadline = now
         self._reset_rto = self.min_rto
         self.stats.resets += 1
@@ -300,9 +308,15 @@ class LinkEndpoint:
         if self.initiator:
             self.stats.stale += 1
             return []
+        same_host = self.epoch != 0 and frame.payload == self._reset_payload
+        if same_host and _epochs_ahead(self.epoch, frame.epoch) > 127:
+            # a late RESET of one of this host's earlier epochs: taking it would drop every
+            # frame of the present one as stale
+            self.stats.stale += 1
+            return []
         self._reset_ack_owed = True
         self._reset_ack_frame = (frame.epoch, frame.payload)
-        if frame.epoch == self.epoch and frame.payload == self._reset_payload:
+        if same_host and frame.epoch == self.epoch:
             return []  # a repeat of the RESET that started this epoch: answer it, change nothing
         self.epoch = frame.epoch
         self._reset_payload = frame.payload
@@ -404,3 +418,9 @@ class LinkEndpoint:
         tx.ever_sent = True
         self._ack_owed = False
         return encode_frame(_DATA, self.epoch, tx.seq, self._rx_expected, tx.payload)
+
+
+def _epochs_ahead(current: int, other: int) -> int:
+    """How many epochs ``other`` lies after ``current`` (1-255, counting round past 255 to 1):
+    0 for the same epoch; over 127 means it lies behind."""
+    return (other - current) % 255

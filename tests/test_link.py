@@ -31,7 +31,7 @@ class Channel:
         self.rng = rng
         self.drop, self.corrupt, self.dup, self.delay = drop, corrupt, dup, delay
         self.now = 0.0
-        self.host = LinkEndpoint(initiator=True, window=window, ack_delay=ack_delay)
+        self.host = LinkEndpoint(initiator=True, window=window, ack_delay=ack_delay, first_epoch=1)
         self.mcu = LinkEndpoint(initiator=False, window=window)
         self.decoders = {id(self.host): FrameDecoder(), id(self.mcu): FrameDecoder()}
         self.wire: list[tuple[float, int, int, bytes]] = []  # (time, order, to, bytes)
@@ -174,7 +174,7 @@ def test_retransmission_timer_starts_at_25ms_doubles_and_is_capped() -> None:
 
 
 def test_nak_on_gap_triggers_immediate_resend() -> None:
-    host = LinkEndpoint(initiator=True)
+    host = LinkEndpoint(initiator=True, first_epoch=1)
     host.start_reset(b"x", 0.0)
     host.poll(0.0)
     host.on_frame(Frame(FrameKind.RESET_ACK, 1, payload=b"x"), 0.0)
@@ -233,7 +233,7 @@ def test_unacknowledged_messages_survive_a_new_epoch() -> None:
 
 
 def test_cancel_only_reports_never_sent_messages() -> None:
-    host = LinkEndpoint(initiator=True, window=1)
+    host = LinkEndpoint(initiator=True, window=1, first_epoch=1)
     host.start_reset(b"x", 0.0)
     host.poll(0.0)
     host.on_frame(Frame(FrameKind.RESET_ACK, 1, payload=b"x"), 0.0)
@@ -247,7 +247,7 @@ def test_cancel_only_reports_never_sent_messages() -> None:
 
 
 def test_urgent_goes_first() -> None:
-    host = LinkEndpoint(initiator=True, window=1)
+    host = LinkEndpoint(initiator=True, window=1, first_epoch=1)
     host.start_reset(b"x", 0.0)
     host.poll(0.0)
     host.on_frame(Frame(FrameKind.RESET_ACK, 1, payload=b"x"), 0.0)
@@ -264,7 +264,7 @@ def test_window_bounds() -> None:
 
 
 def _established(ack_delay: float) -> tuple[LinkEndpoint, LinkEndpoint]:
-    host = LinkEndpoint(initiator=True, ack_delay=ack_delay)
+    host = LinkEndpoint(initiator=True, ack_delay=ack_delay, first_epoch=1)
     mcu = LinkEndpoint(initiator=False)
     host.start_reset(b"x", 0.0)
     (reset,) = host.poll(0.0)
@@ -315,3 +315,36 @@ def test_a_delayed_ack_goes_at_once_for_a_second_frame_or_a_repeat() -> None:
 def test_ack_delay_must_stay_below_the_minimum_timeout() -> None:
     with pytest.raises(ValueError):
         LinkEndpoint(initiator=True, ack_delay=0.025)
+
+
+def test_a_new_host_starts_at_an_epoch_of_its_own() -> None:
+    # a late frame of the previous host's must not fall in the new host's epoch: the MCU
+    # forgot that host's command ids, so it would run the command again
+    firsts = set()
+    for _ in range(40):
+        host = LinkEndpoint(initiator=True)
+        host.start_reset(b"host", 0.0)
+        (frame,) = FrameDecoder().feed(host.poll(0.0)[0])
+        assert 1 <= frame.epoch <= 255
+        firsts.add(frame.epoch)
+    assert len(firsts) > 1
+    with pytest.raises(ValueError, match="first_epoch"):
+        LinkEndpoint(initiator=True, first_epoch=0)
+
+
+def test_a_late_reset_of_an_earlier_epoch_is_ignored() -> None:
+    mcu = LinkEndpoint(initiator=False)
+    assert mcu.on_frame(Frame(FrameKind.RESET, 255, payload=b"A"), 0.0)
+    assert mcu.on_frame(Frame(FrameKind.RESET, 1, payload=b"A"), 0.0)  # 255 wraps to 1
+    assert mcu.on_frame(Frame(FrameKind.RESET, 2, payload=b"A"), 0.0)
+    mcu.poll(0.0)
+    stale = mcu.stats.stale
+    # RESET(1) of the same host, reordered on the line behind RESET(2)
+    assert mcu.on_frame(Frame(FrameKind.RESET, 1, payload=b"A"), 0.0) == []
+    assert mcu.epoch == 2 and mcu.stats.stale == stale + 1
+    answered = [f.kind for out in mcu.poll(0.0) for f in FrameDecoder().feed(out)]
+    assert FrameKind.RESET_ACK not in answered
+    assert [d.payload for d in mcu.on_frame(Frame(FrameKind.DATA, 2, 0, 0, b"go"), 0.0)] == [b"go"]
+    # another host may start at any epoch, behind or not
+    assert mcu.on_frame(Frame(FrameKind.RESET, 1, payload=b"B"), 0.0) == [Delivery("reset", b"B")]
+    assert mcu.epoch == 1

@@ -16,7 +16,7 @@ class Host:
     def __init__(self, mcu: SimulatedMcu, instance: bytes = b"host") -> None:
         self.mcu = mcu
         self.now = 0.0
-        self.link = LinkEndpoint(initiator=True)
+        self.link = LinkEndpoint(initiator=True, first_epoch=1)
         self.dec_host = FrameDecoder()
         self.dec_mcu = FrameDecoder()
         self.got: list[p.Message] = []
