@@ -1,8 +1,9 @@
 """``mahjong-table score`` and ``mahjong-table rules``: the rules engine from the shell.
 
 ``score`` reads one win (or several on one discard) as JSON from a file or stdin and prints the
-settlement; the input format is documented in ``docs/scoring.md``. Exit status: 0 a valid win,
-1 not a win (the reason is printed), 2 malformed input (the message names the field).
+settlement; the input format is documented in ``docs/scoring.md``. Exit status: 0 a valid win
+(with several on one discard, at least one), 1 no valid win (the reason is printed; nobody
+pays), 2 malformed input (the message names the field).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def _read_json(path: str) -> Any:
         raise WinInputError(
             f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", field="input"
         ) from None
+    except (RecursionError, ValueError) as exc:  # nested too deep; an integer of 5,000 digits
+        raise WinInputError(f"not a win's JSON: {exc}", field="input") from None
 
 
 def _profile_name(data: Any, override: str | None) -> str:
@@ -89,7 +92,8 @@ def run_score(args: argparse.Namespace) -> int:
         print(json.dumps(settlement_to_dict(result), ensure_ascii=False, indent=2))
     else:
         print(format_settlement(result))
-    return 0 if result.valid else 1
+    # money moved when any win is valid: a co-winner's refused claim does not undo it
+    return 0 if any(r.valid for r in result.results) else 1
 
 
 def run_rules(args: argparse.Namespace) -> int:

@@ -62,6 +62,34 @@ def test_malformed_input_exits_2_naming_the_field():
     assert r.returncode == 2 and "cannot read" in r.stderr
 
 
+def test_input_nested_too_deep_or_too_long_exits_2(tmp_path):
+    for text in ("[" * 100_000, '{"winner": ' + "1" * 5001 + "}"):
+        r = run("score", "-", stdin=text)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 100_000)
+    r = run("rules", str(deep))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_refused_co_winner_leaves_the_other_win_paid_exit_0():
+    base = {
+        "concealed": "123m 456m 789m EEE 5m",  # 混一色
+        "winning_tile": "5m",
+        "win": {"type": "discard", "from": 3},
+    }
+    refused = {
+        "winner": 1,
+        "concealed": "123m 456p 789s 123s 5m",
+        "winning_tile": "5m",
+        "win": {"type": "discard", "from": 3},
+    }  # fmt: skip  (平胡: refused)
+    r = run("score", "--json", stdin=json.dumps([{"winner": 0, **base}, refused]))
+    assert r.returncode == 0, r.stderr
+    r = run("score", "--json", stdin=json.dumps([refused]))
+    assert r.returncode == 1
+
+
 def test_profile_override(tmp_path):
     f = tmp_path / "p.toml"
     f.write_text('extends = "shanghai"\nname = "p"\n[bonuses]\nkaibao = "none"\n')

@@ -141,6 +141,31 @@ def test_chengbao_one_discard_wins_for_both_partners(make_win, shanghai, ready, 
     assert s.totals[1] == 0
 
 
+def test_a_refused_co_winner_is_no_partner_winning_too(make_win, shanghai):
+    # seat 1's claim on seat 3's discard is a 平胡 and is refused: seat 0 (bound to seat 1)
+    # is paid as a third player's discard, exactly as if it had won alone
+    pairs = ((0, 1),)
+    a = make_win(PENGPENG_2, how="discard", discarder=3, bound_pairs=pairs, discarder_ready=True)
+    b = make_win(
+        "123m 456p 789s 123s 5p +5p", winner=1, how="discard", discarder=3, discarder_ready=True
+    )
+    both = settle([a, b], shanghai)
+    assert not both.results[1].valid and both.results[1].payments == ()
+    alone = settle([a], shanghai)
+    assert shares(both, 0) == shares(alone) == {3: 1, 1: 1}
+    assert both.totals == alone.totals
+
+
+def test_one_discard_settles_every_win_with_the_same_bindings(make_win, shanghai):
+    # the pair (0, 2) is given with seat 0's win only: it binds seat 2 to seat 0 for both
+    a = make_win(PENGPENG, how="discard", discarder=3, bound_pairs=((0, 2),), discarder_ready=False)
+    b = make_win(
+        "[111m<0] 222s 333p WWW 5p +5p", winner=2, how="discard", discarder=3, discarder_ready=False
+    )
+    s = settle([a, b], shanghai)
+    assert shares(s, 0) == shares(s, 1) == {3: 2}  # one discard wins for both partners
+
+
 def test_chengbao_derived_from_the_winners_melds(make_win, shanghai):
     win = make_win("[111m<2] [222p<2] [333s<2] EEE 5p +5p")
     assert bound_pairs(win, shanghai) == {(0, 2)}

@@ -157,15 +157,24 @@ def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
     first = wins[0]
     stake = first.stake
     results: list[WinResult] = []
-    winners = [w.winner for w in wins]
-    valid_winners = []
     totals: list[Fraction | int] = [0] * SEATS
     bound = profile.chengbao.enabled
-    for win in wins:
-        outcome = score_win(win, profile)
+    # a binding is a fact about the hand, not about one claim: on one discard every win is
+    # settled with the pairs any of them gives or shows
+    shared_pairs = set().union(*(bound_pairs(w, profile) for w in wins)) if len(wins) > 1 else None
+    # every win is scored before any is paid: a claim that is refused is no co-winner
+    outcomes = [score_win(win, profile) for win in wins]
+    valid_winners = [
+        w.winner for w, o in zip(wins, outcomes, strict=True) if type(o) is not Refusal
+    ]
+    for win, outcome in zip(wins, outcomes, strict=True):
         winner = win.winner
         partners = (
-            _partners(winner, bound_pairs(win, profile), profile)
+            _partners(
+                winner,
+                shared_pairs if shared_pairs is not None else bound_pairs(win, profile),
+                profile,
+            )
             if bound and win.how is not _EIGHT_FLOWERS
             else {}
         )
@@ -173,8 +182,7 @@ def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
         if type(outcome) is Refusal:
             results.append(WinResult(win, None, outcome.reason, partner_seats, ()))
             continue
-        valid_winners.append(winner)
-        co = [w for w in winners if w != winner] if len(winners) > 1 else ()
+        co = [w for w in valid_winners if w != winner]
         value = outcome.value * stake
         payments = []
         for payer, shares, reason in _shares(win, profile, partners, co):
