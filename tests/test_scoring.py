@@ -78,6 +78,14 @@ def test_eight_flowers(make_win, shanghai):
     assert s.hua_total == 8
 
 
+def test_eight_flowers_valued_by_flowers_count_each_as_the_profile_does(make_win):
+    # a flower worth 2 花: eight are 16, as in any other hand
+    profile = custom(hua={"flower": 2}, hands={"bahua": "flowers", "flower_hand_cap": 3})
+    s = score(make_win("春夏秋冬梅兰竹菊", how="eight_flowers"), profile)
+    assert s.hua_total == 16 and [i.hua for i in s.hua] == [16]
+    assert s.base == 2 + 16  # 底 2 + 16 花, under the cap of 3 勒子
+
+
 def test_eight_flowers_needs_eight(make_win, shanghai):
     result = score_win(make_win("春夏秋冬梅兰竹", how="eight_flowers"), shanghai)
     assert isinstance(result, Refusal)

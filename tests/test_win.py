@@ -129,6 +129,30 @@ def test_malformed_input_names_the_field(changes, field):
     assert err.value.field == field, str(err.value)
 
 
+def test_a_win_built_in_code_is_checked_like_one_read_from_json():
+    from controller.rules import Hand, HandError, Meld, Win, WinInputError
+
+    hand = Hand.parse("123m 456m 789m EEE 5p +5p")
+    # the kind given as text is the kind itself, not a kind the scorer cannot tell
+    assert Win(winner=0, hand=hand, how="self_draw").how is WinType.SELF_DRAW
+    bad = [
+        ({"how": "stolen"}, "win.type"),
+        ({"how": "self_draw", "flowers": "2"}, "flowers"),
+        ({"how": "self_draw", "dice": 5}, "dice"),
+        ({"how": "self_draw", "bound_pairs": (5,)}, "bound_pairs"),
+        ({"how": "self_draw", "stake": "x"}, "stake"),
+        ({"how": "self_draw", "first_turn": True}, "dealer"),  # 天胡 or 地胡 needs the dealer
+    ]
+    for fields, field in bad:
+        with pytest.raises(WinInputError) as err:
+            Win(winner=0, hand=hand, **fields)
+        assert err.value.field == field
+    with pytest.raises(HandError, match="not a tile"):
+        Hand(concealed=(99,))
+    with pytest.raises(HandError, match="not a meld"):
+        Meld("foo", (1, 1, 1), None)
+
+
 def test_eight_flowers_needs_no_hand():
     w = win_from_json({"winner": 2, "flowers": 8, "win": {"type": "eight_flowers"}})
     assert w.how is WinType.EIGHT_FLOWERS and w.hand.concealed == ()

@@ -44,10 +44,13 @@ class Hand:
     _no_claims: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        concealed = tuple(sorted(Tile(t) for t in self.concealed))
-        flowers = tuple(sorted(Tile(t) for t in self.flowers))
+        try:
+            concealed = tuple(sorted(Tile(t) for t in self.concealed))
+            flowers = tuple(sorted(Tile(t) for t in self.flowers))
+            winning = None if self.winning_tile is None else Tile(self.winning_tile)
+        except (ValueError, TypeError) as exc:  # a number that is no tile, from a caller's code
+            raise HandError(f"not a tile: {exc}") from None
         melds = tuple(self.melds)
-        winning = None if self.winning_tile is None else Tile(self.winning_tile)
         object.__setattr__(self, "concealed", concealed)
         object.__setattr__(self, "flowers", flowers)
         object.__setattr__(self, "melds", melds)

@@ -76,9 +76,12 @@ class Meld:
     _hua_source: str | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        kind = MeldKind(self.kind)
+        try:
+            kind = MeldKind(self.kind)
+            tiles = tuple(sorted(Tile(t) for t in self.tiles))
+        except (ValueError, TypeError) as exc:  # from a caller's code, not from parsed text
+            raise HandError(f"not a meld: {exc}") from None
         object.__setattr__(self, "kind", kind)
-        tiles = tuple(sorted(Tile(t) for t in self.tiles))
         object.__setattr__(self, "tiles", tiles)
         shown = format_tiles(tiles)
         if any(t.is_flower for t in tiles):

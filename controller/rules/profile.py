@@ -379,6 +379,8 @@ def parse_profile_text(
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"{source} is not valid TOML: {exc}") from None
+    except RecursionError:  # arrays nested thousands deep
+        raise ProfileError(f"{source} is nested too deep to be a profile") from None
     parent = data.get("extends")
     base = None
     if parent is not None:

@@ -389,9 +389,13 @@ def score_win(win: Win, profile: Profile) -> Score | Refusal:
         if win.flowers != 8:
             return Refusal(f"八花齐 needs all eight flowers, not {win.flowers}")
         hua = count_hua(win.hand, win.flowers, profile)[:1]
-        base, cap, value, events, doublers = _value(HandType.BAHUA, win, profile, 8)
+        # the eight flowers' 花 as the profile counts a flower (hua.flower each), not 8
+        total = sum(i.hua for i in hua)
+        base, cap, value, events, doublers = _value(HandType.BAHUA, win, profile, total)
         steps = _steps(events, profile)
-        return Score(HandType.BAHUA, (), tuple(hua), 8, base, cap, steps, value, tuple(doublers))
+        return Score(
+            HandType.BAHUA, (), tuple(hua), total, base, cap, steps, value, tuple(doublers)
+        )
     if play.ready_declaration and not win.declared_ready:
         return Refusal("敲麻: a player must declare ready before winning")
     if play.missed_win and win.how is not _SELF_DRAW and win.hand.winning_tile in win.missed_tiles:

@@ -57,6 +57,14 @@ class Win:
     def __post_init__(self) -> None:
         _seat(self.winner, "winner")
         how = self.how
+        if type(how) is not WinType:
+            # the scorer tests the kind by identity: "self_draw" would pass as no kind at all
+            try:
+                how = WinType(how)
+            except ValueError:
+                kinds = ", ".join(k.value for k in WinType)
+                raise WinInputError(f"one of {kinds}, not {how!r}", field="win.type") from None
+            object.__setattr__(self, "how", how)
         if how in (WinType.DISCARD, WinType.ROBBING_KONG):
             if self.discarder is None:
                 raise WinInputError(
@@ -69,6 +77,12 @@ class Win:
             raise WinInputError(f"a {how.value} win comes from no other seat", field="win.from")
         if self.dealer is not None:
             _seat(self.dealer, "dealer")
+        elif self.first_turn:
+            raise WinInputError(
+                "a win in the first go-round (天胡, 地胡) needs to know the dealer", field="dealer"
+            )
+        if isinstance(self.flowers, bool) or not isinstance(self.flowers, int):
+            raise WinInputError(f"a count of flowers, not {self.flowers!r}", field="flowers")
         if not 0 <= self.flowers <= 8:
             raise WinInputError(f"there are eight flowers, not {self.flowers}", field="flowers")
         if self.hand.flowers and len(self.hand.flowers) != self.flowers:
@@ -82,13 +96,15 @@ class Win:
         ):
             raise WinInputError(f"a count of 0 or more, not {self.huangfan!r}", field="huangfan")
         for pair in self.bound_pairs:
-            if len(pair) != 2 or pair[0] == pair[1]:
+            if not isinstance(pair, tuple | list) or len(pair) != 2 or pair[0] == pair[1]:
                 raise WinInputError(
                     f"[a, b] with two different seats, not {pair!r}", field="bound_pairs"
                 )
             for s in pair:
                 _seat(s, "bound_pairs")
         # A whole stake is kept as an int: exact, and much cheaper to multiply than a Fraction.
+        if isinstance(self.stake, bool) or not isinstance(self.stake, int | Fraction):
+            raise WinInputError(f"a whole number or a Fraction, not {self.stake!r}", field="stake")
         stake = Fraction(self.stake)
         object.__setattr__(self, "stake", stake.numerator if stake.denominator == 1 else stake)
         if self.stake <= 0:
@@ -145,8 +161,10 @@ class Win:
 
 
 def _good_dice(dice: Any) -> bool:
-    return len(dice) == 2 and all(
-        isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 6 for d in dice
+    return (
+        isinstance(dice, tuple | list)
+        and len(dice) == 2
+        and all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 6 for d in dice)
     )
 
 
