@@ -180,6 +180,14 @@ def parse_serial(section: Mapping[str, Any] | None) -> SerialConfig:
             f"must be at least two status intervals ({2 * cfg.status_interval} s), "
             "or a single late status would count as a lost link",
         )
+    if cfg.watchdog < 2 * cfg.status_interval:
+        # the host's keepalives come about once per status interval; a shorter watchdog
+        # would stop every motion between two of them
+        raise _err(
+            "serial.watchdog",
+            f"must be at least two serial.status_interval ({2 * cfg.status_interval} s), "
+            "or the MCU stops the motors between two keepalives",
+        )
     if cfg.reconnect_max < cfg.reconnect_min:
         raise _err("serial.reconnect_max", "must not be below serial.reconnect_min")
     return cfg

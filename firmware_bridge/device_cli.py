@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -84,6 +85,22 @@ def _mask(text: str) -> int:
     return value
 
 
+#: the longest --timeout: the config's own cap on the slowest operations (an hour); far
+#: larger values overflow the platform's time_t inside the waits
+MAX_TIMEOUT = 3600.0
+
+
+def _check_seconds(value: float, option: str, hi: float | None = None) -> None:
+    """Refuse what argparse's ``float`` lets through but no wait can use: ``nan`` (every
+    comparison is false, so a deadline never passes), ``inf`` and values past ``hi``
+    (``OverflowError`` in the waits), and durations that are not above 0."""
+    from firmware_bridge.errors import BridgeConfigError
+
+    if not math.isfinite(value) or value <= 0 or (hi is not None and value > hi):
+        limit = f" and at most {hi:g}" if hi is not None else ""
+        raise BridgeConfigError(f"{option} must be a number of seconds above 0{limit}, not {value}")
+
+
 def _port_and_config(args: argparse.Namespace) -> tuple[str, Any]:
     from firmware_bridge.config import SerialConfig, load_bridge_config
     from firmware_bridge.errors import BridgeConfigError
@@ -97,8 +114,7 @@ def _port_and_config(args: argparse.Namespace) -> tuple[str, Any]:
             field="serial.port",
         )
     if args.timeout is not None:
-        if args.timeout <= 0:
-            raise BridgeConfigError("--timeout must be above 0")
+        _check_seconds(args.timeout, "--timeout", MAX_TIMEOUT)
         from dataclasses import replace
 
         t = args.timeout
@@ -127,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
     from firmware_bridge.table_device import TableDevice
 
     port, cfg = _port_and_config(args)
+    if args.device_command == "watch" and args.seconds is not None:
+        _check_seconds(args.seconds, "watch --seconds")
     mask = _mask(args.mask) if args.device_command == "lights" else 0
     if args.device_command == "lights" and not 0 <= args.level <= 255:
         from firmware_bridge.errors import BridgeConfigError

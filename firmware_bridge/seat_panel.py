@@ -221,7 +221,9 @@ class SeatPanel:
         if stop is not None:
             stop.set()
         thread = getattr(self, "_thread", None)
-        if thread is not None:
+        # a listener may close the panel: it runs on the poll thread, which cannot join itself
+        # (and stops by itself once ``_stop`` is set); the pins must be released either way
+        if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=2)
         for dev in reversed(self._devices):
             try:

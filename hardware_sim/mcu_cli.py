@@ -10,6 +10,7 @@ Also runnable as ``python -m hardware_sim.mcu_cli`` (which the test fixtures use
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 import tomllib
@@ -43,13 +44,25 @@ def _positive(text: str) -> float:
     return v
 
 
+def _tcp_port(text: str) -> int:
+    """A TCP port number; checked here because ``bind`` raises ``OverflowError``, not
+    ``OSError``, for one past 65535."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"{v} is not a TCP port (0-65535; 0: any free)")
+    return v
+
+
 def _at(text: str) -> tuple[float, str]:
     when, sep, command = text.partition(":")
     try:
         seconds = float(when)
     except ValueError:
         seconds = -1.0
-    if not sep or seconds < 0 or not command.strip():
+    if not sep or not 0 <= seconds < math.inf or not command.strip():
         raise argparse.ArgumentTypeError(f"{text!r}: use SECONDS:COMMAND, e.g. 5:reset")
     return seconds, command.strip()
 
@@ -57,7 +70,7 @@ def _at(text: str) -> tuple[float, str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--link", metavar="PATH", help="keep a symlink to the pty here")
     parser.add_argument(
-        "--tcp", type=int, metavar="PORT", help="also listen on this TCP port (0: any free)"
+        "--tcp", type=_tcp_port, metavar="PORT", help="also listen on this TCP port (0: any free)"
     )
     parser.add_argument("--tcp-host", default="127.0.0.1", metavar="HOST")
     parser.add_argument(
@@ -133,13 +146,18 @@ def load_faults_file(path: str | Path) -> dict[str, Any]:
                 value, int | float
             ):
                 raise FaultsFileError(f"{p}: {section}.{key} has the wrong type ({value!r})")
+            # TOML has inf and nan: int(inf) overflows and nan passes every range check
+            if not math.isfinite(value):
+                raise FaultsFileError(f"{p}: {section}.{key} must be a finite number ({value!r})")
+            if key in ("tiles_short", "seed") and not isinstance(value, int):
+                raise FaultsFileError(f"{p}: {section}.{key} must be a whole number ({value!r})")
             out[section][key] = value
     sched = data.get("schedule", [])
     if not isinstance(sched, list):
         raise FaultsFileError(f"{p}: schedule must be [[schedule]] entries")
     for i, entry in enumerate(sched):
         at, do = (entry.get("at"), entry.get("do")) if isinstance(entry, dict) else (None, None)
-        if isinstance(at, bool) or not isinstance(at, int | float) or at < 0:
+        if isinstance(at, bool) or not isinstance(at, int | float) or not 0 <= at < math.inf:
             raise FaultsFileError(f"{p}: schedule[{i}].at must be seconds after start")
         if not isinstance(do, str) or not do.strip():
             raise FaultsFileError(f"{p}: schedule[{i}].do must be a control command")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import selectors
 import shlex
@@ -193,7 +194,10 @@ class McuServer:
 
     def control(self, text: str) -> dict[str, Any]:
         """Carry out one control command; returns what to report."""
-        words = shlex.split(text)
+        try:
+            words = shlex.split(text)
+        except ValueError as exc:  # an unclosed quote: a typo, not a reason to stop the table
+            raise ControlError(f"cannot read {text!r}: {exc}") from None
         if not words:
             return {}
         cmd, args = words[0].lower(), words[1:]
@@ -206,9 +210,13 @@ class McuServer:
                     raise ControlError(f"{cmd} needs a number")
                 return default
             try:
-                return float(args[i])
+                value = float(args[i])
             except ValueError:
                 raise ControlError(f"{cmd}: {args[i]!r} is not a number") from None
+            # inf and nan parse, but int(inf) overflows and nan slips past every range check
+            if not math.isfinite(value):
+                raise ControlError(f"{cmd}: {args[i]!r} is not a finite number")
+            return value
 
         if cmd == "fault":
             if not args:
@@ -236,14 +244,15 @@ class McuServer:
             return self.ports()
         if cmd in ("corrupt", "drop", "duplicate", "delay"):
             rate = number(0)
-            old = getattr(line, cmd)
+            delay_ms = number(1) if cmd == "delay" and len(args) > 1 else line.delay_ms
+            old, old_ms = getattr(line, cmd), line.delay_ms
             setattr(line, cmd, rate)
-            if cmd == "delay" and len(args) > 1:
-                line.delay_ms = number(1)
+            line.delay_ms = delay_ms
             try:
                 line.validate()
-            except ValueError as exc:
+            except ValueError as exc:  # a refused command changes nothing: restore both
                 setattr(line, cmd, old)
+                line.delay_ms = old_ms
                 raise ControlError(str(exc)) from None
             return {cmd: rate}
         if cmd == "garbage":

@@ -52,6 +52,12 @@ def test_empty_serial_section_gives_defaults() -> None:
         ({"baudrate": True}, "serial.baudrate", "whole number"),
         ({"link_lost_after": 0.4}, "serial.link_lost_after", "two status intervals"),
         ({"reconnect_min": 3.0, "reconnect_max": 1.0}, "serial.reconnect_max", "below"),
+        (
+            {"status_interval": 0.5, "watchdog": 0.3},
+            "serial.watchdog",
+            "two serial.status_interval",
+        ),
+        ({"status_interval": 0.5, "watchdog": 0.9}, "serial.watchdog", "two serial.status_int"),
     ],
 )
 def test_serial_errors_name_the_key(section: dict, key: str, words: str) -> None:

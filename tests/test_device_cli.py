@@ -75,6 +75,11 @@ def test_port_from_config_file_and_environment(sim_mcu, capsys, tmp_path, monkey
         (["--port", "x", "lights", "300"], "mask '300'"),
         (["--port", "x", "lights", "on", "999"], "level must be 0-255"),
         (["--port", "x", "--timeout", "0", "status"], "--timeout"),
+        (["--port", "x", "--timeout", "inf", "status"], "--timeout must be a number"),
+        (["--port", "x", "--timeout", "1e300", "status"], "at most 3600"),
+        (["--port", "x", "--timeout", "nan", "status"], "--timeout must be a number"),
+        (["--port", "x", "watch", "--seconds", "nan"], "--seconds must be a number"),
+        (["--port", "x", "watch", "--seconds", "-1"], "--seconds must be a number"),
     ],
 )
 def test_bad_usage_exits_2(argv, words, capsys, monkeypatch) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
 from controller.cli import build_parser, main
-from hardware_sim.mcu_cli import build_server, load_faults_file
+from hardware_sim.mcu_cli import FaultsFileError, build_server, load_faults_file
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -72,6 +73,26 @@ def test_bad_faults_files_exit_2(tmp_path, capsys, text: str, words: str) -> Non
     assert words in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[table]\ntiles_short = inf\n", "table.tiles_short must be a finite number"),
+        ("[table]\ntiles_short = 140.5\n", "table.tiles_short must be a whole number"),
+        ("[table]\nspeed = nan\n", "table.speed must be a finite number"),
+        ("[line]\ndelay_ms = inf\n", "line.delay_ms must be a finite number"),
+        ("[[schedule]]\nat = nan\ndo = 'reset'\n", "schedule[0].at"),
+    ],
+)
+def test_numbers_a_faults_file_cannot_use(tmp_path, capsys, text: str, words: str) -> None:
+    """Refused by the loader (before a simulator runs: nan as the speed would never stop)."""
+    f = tmp_path / "faults.toml"
+    f.write_text(text)
+    with pytest.raises(FaultsFileError, match=re.escape(words)):
+        load_faults_file(f)
+    assert main(["sim-mcu", "--faults", str(f)]) == 2
+    assert words in capsys.readouterr().err
+
+
 def test_bad_rates_in_a_file_exit_2(tmp_path, capsys) -> None:
     f = tmp_path / "faults.toml"
     f.write_text("[line]\ncorrupt = 3.0\n")
@@ -81,12 +102,27 @@ def test_bad_rates_in_a_file_exit_2(tmp_path, capsys) -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--drop", "2"], ["--speed", "0"], ["--at", "soon:reset"], ["--at", "5"]],
+    [
+        ["--drop", "2"],
+        ["--speed", "0"],
+        ["--at", "soon:reset"],
+        ["--at", "5"],
+        ["--at", "nan:reset"],
+        ["--tcp", "99999"],
+        ["--tcp", "-1"],
+    ],
 )
 def test_bad_options_are_usage_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as e:
         parse(*argv)
     assert e.value.code == 2
+
+
+def test_a_tcp_port_out_of_range_exits_2_without_a_traceback(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["sim-mcu", "--tcp", "99999"])
+    assert e.value.code == 2
+    assert "99999 is not a TCP port" in capsys.readouterr().err
 
 
 def test_missing_faults_file(tmp_path, capsys) -> None:

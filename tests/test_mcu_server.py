@@ -136,6 +136,13 @@ def test_control_commands(server) -> None:
         ("drop lots", "not a number"),
         ("corrupt 2", "probability"),
         ("dance", "unknown command"),
+        ('fault "jam', "No closing quotation"),
+        ("garbage inf", "not a finite number"),
+        ("garbage nan", "not a finite number"),
+        ("fault tiles-short inf", "not a finite number"),
+        ("unplug nan", "not a finite number"),
+        ("corrupt nan", "not a finite number"),
+        ("delay 0.1 99999", "delay_ms"),
     ],
 )
 def test_bad_control_commands(server, text: str, words: str) -> None:
@@ -143,6 +150,36 @@ def test_bad_control_commands(server, text: str, words: str) -> None:
     with pytest.raises(ControlError, match=words):
         srv.control(text)
     assert srv.line.corrupt == 0.0  # a refused rate leaves the old one
+    # ... and a refused delay both its rate and its length
+    assert (srv.line.delay, srv.line.delay_ms) == (0.0, 30.0)
+    assert not srv.unplugged and srv.running
+
+
+def test_bad_control_lines_and_schedule_entries_do_not_stop_the_simulator() -> None:
+    r, w = os.pipe()
+    out = io.StringIO()
+    srv = McuServer(
+        SimulatedMcu(speed=100, seed=1, now=time.monotonic()),
+        LineFaults(),
+        schedule=[(0.0, "garbage nan"), (0.0, "fault tiles-short inf")],
+        json_mode=True,
+        out=out,
+        control_in=r,
+    )
+    srv.start()
+    try:
+        os.write(w, b'fault "jam\ngarbage inf\nlid open\n')
+        deadline = time.monotonic() + 10
+        while "lid open" not in out.getvalue() and time.monotonic() < deadline:
+            srv.step(0.01)
+        lines = [json.loads(x) for x in out.getvalue().splitlines()]
+        errors = {x["command"] for x in lines if x["kind"] == "error"}
+        assert errors == {"garbage nan", "fault tiles-short inf", 'fault "jam', "garbage inf"}
+        assert srv.running and srv.mcu.lid_open
+    finally:
+        srv.stop()
+        os.close(r)
+        os.close(w)
 
 
 def test_control_input_and_schedule(tmp_path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 import time
 import tomllib
 from pathlib import Path
@@ -129,6 +130,32 @@ def test_background_thread_uses_the_real_clock(cfg, mock_pins) -> None:
         while not got and time.monotonic() < deadline:
             time.sleep(0.01)
     assert [(p.seat, p.button, p.long) for p in got] == [(1, "confirm", False)]
+
+
+def test_a_listener_may_close_the_panel(cfg, mock_pins) -> None:
+    """A listener (on the panel's own poll thread) closing the panel releases every pin and
+    lets the thread end, instead of failing to join itself."""
+    from gpiozero import LED
+
+    panel = SeatPanel(cfg, pin_factory=mock_pins)
+    closed = threading.Event()
+
+    def close_on_press(press: SeatPress) -> None:
+        panel.close()
+        closed.set()
+
+    panel.add_listener(close_on_press)
+    pin = mock_pins.pin(cfg.seats[0].win)
+    pin.drive_low()
+    time.sleep(0.1)
+    pin.drive_high()
+    assert closed.wait(5)
+    assert panel._thread is not None
+    panel._thread.join(5)
+    assert not panel._thread.is_alive()
+    # every pin is free again
+    LED(cfg.seats[0].led, pin_factory=mock_pins).close()
+    SeatPanel(cfg, pin_factory=mock_pins, poll_interval=None).close()
 
 
 def test_pull_down_wiring(cfg, mock_pins) -> None:
