@@ -114,6 +114,13 @@ def test_added_kong_forms():
         ({"colour": "red"}, "colour"),
         (
             {
+                "discarder_ready": None,  # left out: the hand says instead
+                "discarder_hand": {"concealed": "123m 456m 789m EE S", "meld": []},
+            },
+            "discarder_hand.meld",
+        ),
+        (
+            {
                 "after_kong": True,
                 "win": {"type": "self_draw"},
                 "melds": [{"kind": "pung", "tiles": "EEE", "from": 1}],

@@ -247,6 +247,12 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
             raise WinInputError(
                 'an object like {"concealed": "...", "melds": [...]}', field="discarder_hand"
             )
+        extra = set(dh) - {"concealed", "melds"}
+        if extra:
+            raise WinInputError(
+                "unknown field (known: concealed, melds)",
+                field=f"discarder_hand.{sorted(extra)[0]}",
+            )
         d_melds = _melds(dh.get("melds", []), "discarder_hand.melds")
         d_tiles = _tiles(dh.get("concealed", ""), "discarder_hand.concealed")
         d_hand = _field("discarder_hand", lambda: Hand(tuple(d_tiles), tuple(d_melds)))
