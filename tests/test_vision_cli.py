@@ -198,3 +198,7 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     assert "no photos" in capsys.readouterr().err
     assert main(["train", "--data", str(data), "--retune", str(model), "--tune-tables", "0"]) == 2
     assert "at least 1" in capsys.readouterr().err
+    # options of a training run would do nothing: said, not dropped
+    argv = ["train", "--data", str(data), "--retune", str(model), "--classifier-epochs", "40"]
+    assert main([*argv, "--out", str(tmp_path / "other")]) == 2
+    assert "--retune trains nothing, so --out, --classifier-epochs" in capsys.readouterr().err

@@ -220,6 +220,22 @@ def train_command(args: argparse.Namespace) -> int:
             f"--classifier-any-tilt must be a share from 0 to 1, not {args.classifier_any_tilt}"
         )
     if args.retune is not None:
+        ignored = [
+            f"--{name.replace('_', '-')}"
+            for name in (
+                "out",
+                "reuse_finder",
+                "reuse_classifier",
+                "finder_epochs",
+                "classifier_epochs",
+                "finder_deep_width",
+                "classifier_any_tilt",
+                "label_box_lessons",
+            )
+            if getattr(args, name) is not None
+        ]
+        if ignored:  # said, not silently dropped: the user may think they trained
+            raise ConfigError(f"--retune trains nothing, so {', '.join(ignored)} would do nothing")
         return _retune(
             args.retune,
             data,
