@@ -690,8 +690,11 @@ class TableDevice:
 
     def _wake_waiters(self) -> None:
         """A command finished: wake the callers waiting without the role (one may be its)."""
-        if self._role_waiters:
-            with self._role_lock:
+        # the count is read under the lock: a caller checks its command and counts itself a
+        # waiter under it, so read outside, a command finishing between the two would find no
+        # waiter and its caller would sleep until its deadline or the role changed hands
+        with self._role_lock:
+            if self._role_waiters:
                 self._role.notify_all()
 
     def _io_loop(self) -> None:

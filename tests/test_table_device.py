@@ -562,3 +562,24 @@ def test_a_listener_may_close_the_device(table) -> None:
     assert closed.wait(20)
     with pytest.raises(LinkDown, match="closed"):
         dev.status()
+
+
+def test_a_command_finishing_as_its_caller_starts_to_wait_wakes_it(tmp_path) -> None:
+    # the caller has found its command unfinished and, still holding the role lock, is about
+    # to count itself a waiter; the command finishes on another thread at that moment
+    # no I/O thread (start=False), whose changes of role would wake the caller by chance
+    dev = TableDevice(str(tmp_path / "no-port"), config=CFG, start=False)
+    woken = threading.Event()
+    with dev._role_lock:
+        finisher = threading.Thread(target=lambda: (dev._wake_waiters(), woken.set()))
+        finisher.start()
+        time.sleep(0.1)  # the finisher reaches the lock (or, unlocked, reads no waiter)
+        dev._role_waiters += 1
+        started = time.monotonic()
+        try:
+            dev._role.wait(2.0)
+        finally:
+            dev._role_waiters -= 1
+        waited = time.monotonic() - started
+    finisher.join(5)
+    assert woken.is_set() and waited < 1.0, f"slept {waited:.2f} s on a finished command"
