@@ -66,7 +66,17 @@ class SimMcuProcess:
         self.notices: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         threading.Thread(target=self._pump, daemon=True, name="sim-mcu-out").start()
-        ready = self._next(start_timeout, kinds=("ready",))
+        try:
+            ready = self._next(start_timeout, kinds=("ready",))
+        except BaseException:
+            # a simulator that never got ready is still a process with three pipes: stop it
+            self.proc.kill()
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            raise
         self.info = ready
         self.port: str = ready["port"]
         self.pty: str = ready["pty"]

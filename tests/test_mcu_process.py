@@ -29,3 +29,22 @@ def test_start_control_and_close(tmp_path) -> None:
 def test_a_simulator_that_cannot_start_says_why(tmp_path) -> None:
     with pytest.raises(SimMcuError, match="exited"):
         SimMcuProcess(faults=str(tmp_path / "missing.toml"))
+
+
+def test_a_simulator_too_slow_to_start_is_stopped_not_left_running(tmp_path, monkeypatch) -> None:
+    import subprocess
+
+    started: list[subprocess.Popen] = []
+    real = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    fds = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(SimMcuError, match="did not answer"):
+        SimMcuProcess(speed=100, link=str(tmp_path / "m"), start_timeout=0.001)
+    (proc,) = started
+    assert proc.poll() is not None  # stopped, not left to run on
+    assert set(os.listdir("/proc/self/fd")) <= fds  # and its pipes closed
