@@ -216,6 +216,9 @@ def test_opencv_open_failures_are_clear(tmp_path: Path) -> None:
         OpenCVCamera(-1)
     with pytest.raises(CameraError, match="below 2"):
         open_camera("99999999999999999999")
+    for bad in ({"width": "640"}, {"height": 0}, {"fps": float("nan")}):
+        with pytest.raises(CameraError, match="is a number above 0"):
+            OpenCVCamera(0, **bad)
 
 
 def test_a_source_opencv_refuses_outright_is_a_camera_error(

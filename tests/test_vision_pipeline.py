@@ -4,6 +4,7 @@ recogniser, grouping and the tracker."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import cv2
@@ -297,7 +298,7 @@ def test_watch_reports_frames_it_cannot_use_and_goes_on(
     """A camera plugged back in at another resolution, or a grey frame: not the end of the
     table. A run of bad frames is paced at ``retry_s``; one bad frame among good ones is not."""
     naps: list[float] = []
-    monkeypatch.setattr("vision.pipeline.time.sleep", naps.append)
+    monkeypatch.setattr("vision.pipeline._pause", lambda seconds, stop: naps.append(seconds))
     good = sim_camera.read().image
     square = np.ascontiguousarray(good[:, : good.shape[0]])  # another shape than calibrated
     errors: list[VisionError] = []
@@ -307,6 +308,18 @@ def test_watch_reports_frames_it_cannot_use_and_goes_on(
     assert indices == [2, 4]  # the good frames after the bad ones are read
     assert len(errors) == 3 and all(isinstance(e, CalibrationError) for e in errors)
     assert naps == [7]  # only the second of two bad frames in a row waits
+
+
+def test_a_stop_is_heard_during_a_retry_wait(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    sim_camera.unplug()
+    asked = time.monotonic() + 0.2
+    started = time.monotonic()
+    updates = list(
+        pipeline.watch(sim_camera, retry_s=30, should_stop=lambda: time.monotonic() > asked)
+    )
+    assert updates == [] and time.monotonic() - started < 5
 
 
 def test_watch_ends_when_the_model_fails(sim_camera: SimCamera, pipeline: TablePipeline) -> None:

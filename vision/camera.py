@@ -249,6 +249,12 @@ class OpenCVCamera(CameraSource):
         if isinstance(source, bool) or (isinstance(source, int) and not 0 <= source < 2**31):
             raise CameraError(f"a camera index is 0 or more (and below 2**31), not {source!r}")
         self.source: int | str = source if isinstance(source, int) else os.fspath(source)
+        for name, value in (("width", width), ("height", height), ("fps", fps)):
+            # OpenCV's set() raises its own TypeError for "640", after the camera is open
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            ):
+                raise CameraError(f"a camera's {name} is a number above 0, not {value!r}")
         self.width, self.height, self.fps = width, height, fps
         self.timeout_s = timeout_s
         if live is None:

@@ -197,7 +197,7 @@ class TablePipeline:
                     on_error(exc)
                 lost = isinstance(exc, CameraLost) or not camera.is_open
                 if lost or failed:
-                    time.sleep(retry_s)
+                    _pause(retry_s, should_stop)
                 failed = True
                 continue
             failed = False
@@ -298,6 +298,16 @@ class TablePipeline:
             return bool(inside.size and inside.mean() >= 0.85)
 
         return is_bare
+
+
+def _pause(seconds: float, should_stop: Callable[[], bool] | None) -> None:
+    """Wait ``seconds``, but no longer than it takes ``should_stop`` to say stop: a table
+    being shut down must not wait out a camera's retry delay."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if should_stop is not None and should_stop():
+            return
+        time.sleep(min(left, 0.1))
 
 
 def _felt_colour(hsv: np.ndarray) -> np.ndarray:
