@@ -410,9 +410,14 @@ class McuServer:
     def start(self) -> None:
         self.open_pty()
         self.open_tcp()
+        unwatchable = False
         if self.control_in is not None:
-            with contextlib.suppress(ValueError, OSError):
+            try:
                 self.sel.register(self.control_in, selectors.EVENT_READ, "control")
+            except ValueError:
+                pass
+            except OSError:
+                unwatchable = True  # a file or /dev/null: epoll refuses them
         ports = self.ports()
         if self.json_mode:
             self.say("ready", "", boot_id=self.mcu.boot_id, pid=os.getpid(), **ports)
@@ -425,6 +430,23 @@ class McuServer:
                 file=self.out,
             )
             self.out.flush()
+        if unwatchable:
+            self._read_file_input()
+
+    def _read_file_input(self) -> None:
+        """Input that cannot be watched is always readable: run its commands now. Its end is
+        an end like any other (with ``quit_on_eof``, the simulator stops)."""
+        assert self.control_in is not None
+        while self.running:
+            data = os.read(self.control_in, 4096)
+            if not data:
+                break
+            self._control_buf += data
+            while b"\n" in self._control_buf and self.running:
+                raw, self._control_buf = self._control_buf.split(b"\n", 1)
+                self._run_control(raw.decode("utf-8", errors="replace"))
+        if self.quit_on_eof:
+            self.running = False
 
     def stop(self) -> None:
         self.close_pty()

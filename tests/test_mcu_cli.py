@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -149,6 +150,22 @@ def test_quit_on_eof_stops_with_its_parent() -> None:
     assert proc.stdin is not None
     proc.stdin.close()
     assert proc.wait(timeout=20) == 0
+
+
+def test_quit_on_eof_with_input_from_a_file_runs_it_then_stops(tmp_path) -> None:
+    # /dev/null and files cannot be watched for input (epoll refuses them)
+    commands = tmp_path / "commands.txt"
+    commands.write_text("fault jam\n")
+    for source in (os.devnull, str(commands)):
+        with open(source) as stdin:
+            done = subprocess.run(
+                [sys.executable, "-m", "hardware_sim.mcu_cli", "--json", "--quit-on-eof"],
+                stdin=stdin, capture_output=True, text=True, timeout=30, check=False,
+            )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        kinds = [json.loads(line)["kind"] for line in done.stdout.splitlines()]
+        assert kinds[0] == "ready" and kinds[-1] == "bye"
+        assert ("reply" in kinds) == (source != os.devnull)
 
 
 def test_without_quit_on_eof_closed_stdin_keeps_it_running() -> None:
