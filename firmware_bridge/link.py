@@ -247,6 +247,8 @@ class LinkEndpoint:
         gap = (frame.seq - self._rx_expected) & 0xFF
         if gap == 0:
             self._rx_expected = (self._rx_expected + 1) & 0xFF
+            # the gap is filled: a gap at the same number 256 frames on is a new one
+            self._nak_gap = -1
             if self._ack_owed:
                 self._ack_due = now  # two frames unacknowledged: no more waiting
             else:

@@ -348,3 +348,21 @@ def test_a_late_reset_of_an_earlier_epoch_is_ignored() -> None:
     # another host may start at any epoch, behind or not
     assert mcu.on_frame(Frame(FrameKind.RESET, 1, payload=b"B"), 0.0) == [Delivery("reset", b"B")]
     assert mcu.epoch == 1
+
+
+def test_a_gap_at_the_same_number_a_lap_later_is_asked_for_again() -> None:
+    mcu = LinkEndpoint(initiator=False)
+    mcu.on_frame(Frame(FrameKind.RESET, 1, payload=b"A"), 0.0)
+    mcu.poll(0.0)
+
+    def naks(now: float) -> list[int]:
+        return [f.ack for out in mcu.poll(now) for f in FrameDecoder().feed(out)
+                if f.kind == FrameKind.NAK]  # fmt: skip
+
+    mcu.on_frame(Frame(FrameKind.DATA, 1, 1, 0, b"b"), 0.0)  # frame 0 is missing
+    assert naks(0.0) == [0]
+    for seq in range(256):  # frame 0 comes, and the rest of a lap of numbers
+        mcu.on_frame(Frame(FrameKind.DATA, 1, seq, 0, b"x"), 0.0)
+    mcu.poll(0.1)
+    mcu.on_frame(Frame(FrameKind.DATA, 1, 1, 0, b"b"), 0.2)  # frame 0 of the next lap is missing
+    assert naks(0.2) == [0]
