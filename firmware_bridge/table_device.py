@@ -1187,5 +1187,6 @@ class TableDevice:
             for cb in list(self._listeners):
                 try:
                     cb(event)
-                except Exception:
+                except BaseException:  # SystemExit too: it would end this thread, and with it
+                    # every later event, without a word
                     log.exception("a table event listener failed on %s", event.kind)

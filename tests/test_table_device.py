@@ -564,6 +564,20 @@ def test_a_listener_may_close_the_device(table) -> None:
         dev.status()
 
 
+def test_a_listener_that_exits_does_not_stop_the_events(table) -> None:
+    sim, dev, rec = table
+
+    def leaves(ev: McuEvent) -> None:
+        raise SystemExit  # ends a thread without a word, were it not caught
+
+    dev.add_listener(leaves)
+    sim.control("lid open")
+    first = rec.wait_for("lid")
+    sim.control("lid close")
+    rec.wait_for("lid", where=lambda e: e is not first)  # the next event still arrives
+    assert dev._dispatch_thread.is_alive()
+
+
 def test_a_command_finishing_as_its_caller_starts_to_wait_wakes_it(tmp_path) -> None:
     # the caller has found its command unfinished and, still holding the role lock, is about
     # to count itself a waiter; the command finishes on another thread at that moment
