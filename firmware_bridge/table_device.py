@@ -586,6 +586,9 @@ class TableDevice:
                     self._held.remove(pc)
                 if pc in self._resend:
                     self._resend.remove(pc)
+                # not in flight, and now never to be: no answer can come to wait for (sent
+                # in an earlier epoch, it stayed in _pending for ever)
+                self._pending.pop(pc.cmd_id, None)
             elif pc.state == "sent" and pc.token is not None:
                 withdrawn = self._link.cancel(pc.token)
                 never_sent = withdrawn

@@ -597,3 +597,20 @@ def test_a_command_finishing_as_its_caller_starts_to_wait_wakes_it(tmp_path) -> 
         waited = time.monotonic() - started
     finisher.join(5)
     assert woken.is_set() and waited < 1.0, f"slept {waited:.2f} s on a finished command"
+
+
+def test_a_command_given_up_while_held_for_resending_is_forgotten(tmp_path) -> None:
+    # sent in an earlier epoch, held for the next, and timed out before it: nothing will
+    # answer it, so nothing may keep waiting for it
+    from firmware_bridge.table_device import PendingCommand
+
+    dev = TableDevice(str(tmp_path / "no-port"), config=CFG, start=False)
+    pc = PendingCommand(dev, p.GetStatus(7), 0.01)
+    pc.ever_sent = True
+    dev._pending[pc.cmd_id] = pc
+    dev._resend.append(pc)
+    dev._abandon(pc)
+    assert pc.cmd_id not in dev._pending and pc not in dev._resend
+    with pytest.raises(CommandTimeout, match="may still carry it out") as err:
+        pc.result()
+    assert err.value.maybe_executed
