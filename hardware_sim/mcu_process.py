@@ -12,6 +12,7 @@ commands on its standard input, returning each answer::
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -65,6 +66,13 @@ class SimMcuProcess:
         self._lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.notices: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        # stderr is read as it comes: a simulator that says much there would otherwise block on
+        # a full pipe; the last of it explains a simulator that exits
+        self._stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self._stderr_pump = threading.Thread(
+            target=self._pump_stderr, daemon=True, name="sim-mcu-err"
+        )
+        self._stderr_pump.start()
         threading.Thread(target=self._pump, daemon=True, name="sim-mcu-out").start()
         try:
             ready = self._next(start_timeout, kinds=("ready",))
@@ -81,6 +89,12 @@ class SimMcuProcess:
         self.port: str = ready["port"]
         self.pty: str = ready["pty"]
         self.tcp: str | None = ready.get("tcp")
+
+    def _pump_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        with contextlib.suppress(ValueError, OSError):  # closed under it by close()
+            for line in self.proc.stderr:
+                self._stderr.append(line)
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -103,7 +117,8 @@ class SimMcuProcess:
             except queue.Empty:
                 raise SimMcuError(f"the simulated MCU did not answer within {timeout} s") from None
             if msg is None:
-                err = self.proc.stderr.read() if self.proc.stderr else ""
+                self._stderr_pump.join(timeout=5)  # the rest of what it said
+                err = "".join(self._stderr)
                 raise SimMcuError(f"the simulated MCU exited: {err.strip()[-2000:]}")
             if msg.get("kind") in kinds:
                 return msg

@@ -27,8 +27,18 @@ def test_start_control_and_close(tmp_path) -> None:
 
 
 def test_a_simulator_that_cannot_start_says_why(tmp_path) -> None:
-    with pytest.raises(SimMcuError, match="exited"):
+    with pytest.raises(SimMcuError, match=r"exited: .*cannot read faults file"):
         SimMcuProcess(faults=str(tmp_path / "missing.toml"))
+
+
+def test_a_simulator_that_says_much_on_stderr_does_not_block(tmp_path, monkeypatch) -> None:
+    # Python's import trace writes far more than a pipe holds before the simulator is ready
+    monkeypatch.setenv("PYTHONVERBOSE", "2")
+    sim = SimMcuProcess(speed=10, link=str(tmp_path / "m"), start_timeout=60)
+    try:
+        assert sim.control("fault jam") == {"armed": "jam"}
+    finally:
+        sim.close()
 
 
 def test_a_simulator_too_slow_to_start_is_stopped_not_left_running(tmp_path, monkeypatch) -> None:
