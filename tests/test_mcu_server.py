@@ -155,24 +155,37 @@ def test_bad_control_commands(server, text: str, words: str) -> None:
     assert not srv.unplugged and srv.running
 
 
-def test_bad_control_lines_and_schedule_entries_do_not_stop_the_simulator() -> None:
+def _server_fed_by_a_pipe(
+    schedule: list[tuple[float, str]],
+) -> tuple[McuServer, io.StringIO, int, int]:
+    """A started JSON-mode server reading control lines from a pipe: (server, its output,
+    the pipe's read and write ends). The caller stops the server and closes the ends."""
     r, w = os.pipe()
     out = io.StringIO()
     srv = McuServer(
         SimulatedMcu(speed=100, seed=1, now=time.monotonic()),
         LineFaults(),
-        schedule=[(0.0, "garbage nan"), (0.0, "fault tiles-short inf")],
+        schedule=schedule,
         json_mode=True,
         out=out,
         control_in=r,
     )
     srv.start()
+    return srv, out, r, w
+
+
+def _run_until(srv: McuServer, out: io.StringIO, text: str) -> list[dict]:
+    deadline = time.monotonic() + 10
+    while text not in out.getvalue() and time.monotonic() < deadline:
+        srv.step(0.01)
+    return [json.loads(x) for x in out.getvalue().splitlines()]
+
+
+def test_bad_control_lines_and_schedule_entries_do_not_stop_the_simulator() -> None:
+    srv, out, r, w = _server_fed_by_a_pipe([(0.0, "garbage nan"), (0.0, "fault tiles-short inf")])
     try:
         os.write(w, b'fault "jam\ngarbage inf\nlid open\n')
-        deadline = time.monotonic() + 10
-        while "lid open" not in out.getvalue() and time.monotonic() < deadline:
-            srv.step(0.01)
-        lines = [json.loads(x) for x in out.getvalue().splitlines()]
+        lines = _run_until(srv, out, "lid open")
         errors = {x["command"] for x in lines if x["kind"] == "error"}
         assert errors == {"garbage nan", "fault tiles-short inf", 'fault "jam', "garbage inf"}
         assert srv.running and srv.mcu.lid_open
@@ -183,23 +196,10 @@ def test_bad_control_lines_and_schedule_entries_do_not_stop_the_simulator() -> N
 
 
 def test_control_input_and_schedule(tmp_path) -> None:
-    r, w = os.pipe()
-    out = io.StringIO()
-    srv = McuServer(
-        SimulatedMcu(speed=100, seed=1, now=time.monotonic()),
-        LineFaults(),
-        schedule=[(0.0, "lid open")],
-        json_mode=True,
-        out=out,
-        control_in=r,
-    )
-    srv.start()
+    srv, out, r, w = _server_fed_by_a_pipe([(0.0, "lid open")])
     try:
         os.write(w, b"fault stall\nbogus\n")
-        deadline = time.monotonic() + 10
-        while "bogus" not in out.getvalue() and time.monotonic() < deadline:
-            srv.step(0.01)
-        lines = [json.loads(x) for x in out.getvalue().splitlines()]
+        lines = _run_until(srv, out, "bogus")
         kinds = [(x["kind"], x.get("command")) for x in lines]
         assert ("reply", "lid open") in kinds
         assert ("reply", "fault stall") in kinds
