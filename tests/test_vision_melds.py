@@ -194,6 +194,27 @@ def test_a_misread_meld_is_repaired_from_runner_ups_and_flagged() -> None:
     assert any("may be 5p" in n for n in view.notes)
 
 
+def test_of_two_repairs_the_likelier_runner_up_wins() -> None:
+    # a chow 3m/ 4m 5m whose 4m is read as 3m (runner-up 4m 0.40), while the sure 5m carries a
+    # faint runner-up 3m: a pung 333m needs the faint one, the chow the likely one
+    three, four, five = row(0, "3m/ 4m 5m")
+    misread = TileRead(
+        label_from_name("3m"), 0.55, four.quad, True, ((label_from_name("4m"), 0.40),)
+    )
+    faint = TileRead(
+        label_from_name("5m"), 0.97, five.quad, False, ((label_from_name("3m"), 0.01),)
+    )
+    (meld,) = group_seat(0, [three, misread, faint]).melds
+    assert meld.key == key("chow", "345m", 3) and "may be 4m" in meld.note
+
+
+def test_a_concealed_kong_whose_faces_differ_takes_the_surer() -> None:
+    back, left, right, back2 = row(1, "back C C back")
+    unsure = TileRead(label_from_name("F"), 0.55, left.quad, True, ((label_from_name("C"), 0.40),))
+    (meld,) = group_seat(1, [back, unsure, right, back2]).melds
+    assert meld.key == key("concealed_kong", "CCCC", None) and meld.needs_confirmation
+
+
 def test_an_impossible_meld_is_reported_not_dropped() -> None:
     view = group_seat(0, row(0, "1m/ 5p 9s"))
     (meld,) = view.melds

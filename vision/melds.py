@@ -354,8 +354,9 @@ def _valid(kind: MeldKind, labels: Sequence[int], source: int | None) -> bool:
 
 def _repair(
     kind: MeldKind, tiles: Sequence[_Tile], source: int | None
-) -> tuple[list[int], str] | None:
-    """The most likely labels that make a legal meld, changing one tile to a runner-up."""
+) -> tuple[list[int], str, float] | None:
+    """The most likely labels that make a legal meld, changing one tile to a runner-up, with
+    how likely the change is beside the reading it replaces (0-1)."""
     labels = [t.label for t in tiles]
     best: tuple[float, list[int], str] | None = None
     for i, t in enumerate(tiles):
@@ -366,7 +367,7 @@ def _repair(
                 if best is None or gain > best[0]:
                     note = f"{t.read.describe()} may be {label_name(alt)}"
                     best = (gain, trial, note)
-    return (best[1], best[2]) if best else None
+    return (best[1], best[2], min(best[0], 1.0)) if best else None
 
 
 def _segment(seat: int, cols: Sequence[_Column], unit: float) -> _Candidate | None:
@@ -420,13 +421,14 @@ def _claimed(
 ) -> _Candidate:
     labels = [t.label for t in tiles]
     per_tile = 10.0
+    likelihood = 0.0
     if BACK in labels:
         notes.append("a claimed meld shows a face-down tile")
         per_tile = 2.0
     elif not _valid(kind, labels, source):
         fixed = _repair(kind, tiles, source)
         if fixed is not None:
-            labels, note = fixed
+            labels, note, likelihood = fixed
             notes.append(note)
             per_tile = 6.0
         else:
@@ -435,7 +437,9 @@ def _claimed(
             per_tile = 2.0
     if notes and per_tile == 10.0:
         per_tile = 8.0  # legal, but laid against the conventions
-    return _candidate(kind, source, labels, tiles, notes, per_tile, inner_gaps)
+    # of two repairs (a pung or a chow), the likelier runner-up wins: at most 1, less than
+    # any step between the kinds of reading
+    return _candidate(kind, source, labels, tiles, notes, per_tile, inner_gaps, likelihood)
 
 
 def _concealed_kong(tiles: list[_Tile], inner_gaps: int) -> _Candidate:
@@ -449,7 +453,9 @@ def _concealed_kong(tiles: list[_Tile], inner_gaps: int) -> _Candidate:
         notes.append(f"a concealed kong cannot be of {label_name(middle[0])}")
         per_tile = 2.0
     else:
-        labels = [middle[0]] * 4
+        # two faces that differ: the surer one names the kong
+        faces = [t for t in tiles[1:3] if t.label != BACK]
+        labels = [max(faces, key=lambda t: t.read.confidence).label] * 4
         if len(set(middle)) > 1:
             notes.append(
                 "the concealed kong's face-up tiles differ: "
@@ -467,6 +473,7 @@ def _candidate(
     notes: list[str],
     per_tile: float,
     inner_gaps: int,
+    bonus: float = 0.0,
 ) -> _Candidate:
     unsure = [t.read for t in tiles if t.read.needs_confirmation]
     if unsure:
@@ -483,7 +490,7 @@ def _candidate(
         reads=reads,
         note="; ".join(notes),
     )
-    return _Candidate(view, per_tile * len(tiles) - 4.0 * inner_gaps)
+    return _Candidate(view, per_tile * len(tiles) - 4.0 * inner_gaps + bonus)
 
 
 def _parse_row(seat: int, cols: list[_Column], unit: float) -> tuple[list[MeldView], list[int]]:
