@@ -229,6 +229,22 @@ def test_dadiaoche_raises_to_one_lezi(make_win, shanghai):
     assert "大吊车" in [st.rule for st in s.steps]
 
 
+def test_an_all_honours_win_on_two_honours_is_no_single_wait(make_win):
+    # 乱风向: E held, S wins; any honour would have won, so this is no 大吊车
+    doubling = custom(bonuses={"dadiaoche": "double"})
+    s = score(
+        make_win("[WWW<2] [NNN<2] [CCC<3] [FFF<3] E +S", how="discard", discarder=0, winner=1),
+        doubling,
+    )
+    assert s.hand is HandType.FENGYISE and "大吊车" not in [st.rule for st in s.steps]
+    assert "大吊车" not in s.doublers and s.value == 20
+    pair = score(
+        make_win("[WWW<2] [NNN<2] [CCC<3] [FFF<3] E +E", how="discard", discarder=0, winner=1),
+        doubling,
+    )
+    assert "大吊车" in pair.doublers
+
+
 def test_dadiaoche_with_concealed_kongs_is_menqing_too(make_win, shanghai):
     s = score(make_win("[1111m] [2222p] [3333s] [EEEE] 5p +5p"), shanghai)
     assert s.hua_total == 2 + 2 + 2 + 3

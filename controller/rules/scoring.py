@@ -247,8 +247,12 @@ def _is_gangkai(win: Win, b: Bonuses) -> bool:
 
 
 def is_dadiaoche(hand: Hand) -> bool:
-    """大吊车: every other tile laid down in four melds, winning on the single one left."""
-    return len(hand.melds) == 4 and len(hand.concealed) == 1
+    """大吊车: every other tile laid down in four melds, winning on the single one left: the
+    winning tile pairs it. (An all-honours hand may also win with two honours that differ,
+    乱风向; that win was never a single wait.)"""
+    return (
+        len(hand.melds) == 4 and len(hand.concealed) == 1 and hand.concealed[0] == hand.winning_tile
+    )
 
 
 def huangfan_in_effect(win: Win, profile: Profile) -> int:
