@@ -250,15 +250,17 @@ def score(
         **{v: [] for v in VERDICTS},
         "not audited": [],
     }
+    misses: dict[str, dict[str, int]] = {}  # each photo matched once, for every group it is in
     for p, photo in zip(preds, photos, strict=True):
         groups["all"].append((p, photo))
         groups[verdicts.get(photo.path.name, "not audited")].append((p, photo))
+        pairs = match_detections(p, photo.boxes, photo.labels)
+        misses[photo.path.name] = miss_causes(p, photo.boxes, photo.labels, pairs)
     out = {}
     for name, group in groups.items():
         row: dict[str, float] = {**tile_f1(group, labelled_area_only=True), "photos": len(group)}
-        for p, photo in group:
-            pairs = match_detections(p, photo.boxes, photo.labels)
-            for cause, n in miss_causes(p, photo.boxes, photo.labels, pairs).items():
+        for _, photo in group:
+            for cause, n in misses[photo.path.name].items():
                 row[cause] = row.get(cause, 0) + n
         out[name] = row
     return out

@@ -80,10 +80,7 @@ class SimMcuProcess:
             # a simulator that never got ready is still a process with three pipes: stop it
             self.proc.kill()
             self.proc.wait()
-            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
+            self._close_pipes()
             raise
         self.info = ready
         self.port: str = ready["port"]
@@ -165,11 +162,14 @@ class SimMcuProcess:
                 break
             if msg.get("kind") == "bye":
                 bye = msg
+        self._close_pipes()
+        return bye
+
+    def _close_pipes(self) -> None:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-        return bye
 
     def __enter__(self) -> SimMcuProcess:
         return self

@@ -400,12 +400,14 @@ class McuServer:
                 return
             self.sel.unregister(self.control_in)  # stdin closed: keep running without it
             return
+        self._take_control(data)
+
+    def _take_control(self, data: bytes) -> None:
+        """Run the whole control lines ``data`` completes (a stop ends the run)."""
         self._control_buf += data
-        while b"\n" in self._control_buf:
+        while b"\n" in self._control_buf and self.running:
             raw, self._control_buf = self._control_buf.split(b"\n", 1)
             self._run_control(raw.decode("utf-8", errors="replace"))
-            if not self.running:
-                return
 
     def start(self) -> None:
         self.open_pty()
@@ -414,10 +416,10 @@ class McuServer:
         if self.control_in is not None:
             try:
                 self.sel.register(self.control_in, selectors.EVENT_READ, "control")
-            except ValueError:
-                pass
             except OSError:
                 unwatchable = True  # a file or /dev/null: epoll refuses them
+            except ValueError:  # not a descriptor: the simulator runs without control input
+                self.control_in = None
         ports = self.ports()
         if self.json_mode:
             self.say("ready", "", boot_id=self.mcu.boot_id, pid=os.getpid(), **ports)
@@ -437,14 +439,8 @@ class McuServer:
         """Input that cannot be watched is always readable: run its commands now. Its end is
         an end like any other (with ``quit_on_eof``, the simulator stops)."""
         assert self.control_in is not None
-        while self.running:
-            data = os.read(self.control_in, 4096)
-            if not data:
-                break
-            self._control_buf += data
-            while b"\n" in self._control_buf and self.running:
-                raw, self._control_buf = self._control_buf.split(b"\n", 1)
-                self._run_control(raw.decode("utf-8", errors="replace"))
+        while self.running and (data := os.read(self.control_in, 4096)):
+            self._take_control(data)
         if self.quit_on_eof:
             self.running = False
 

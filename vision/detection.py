@@ -96,6 +96,11 @@ class TileDetection:
         }
 
 
+def is_box(box: Any) -> bool:
+    """Whether ``box`` is a usable ``(x, y, w, h)``: four finite numbers, of some size."""
+    return len(box) == 4 and all(math.isfinite(v) for v in box) and box[2] > 0 and box[3] > 0
+
+
 def box_iou(a: Box, b: Box) -> float:
     """Intersection over union of two ``(x, y, w, h)`` boxes (0 when either is empty)."""
     ax, ay, aw, ah = a

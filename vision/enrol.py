@@ -20,7 +20,6 @@ No PyTorch is needed: enrolment runs on the table's own computer.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from controller.errors import ConfigError, ModelError
 from controller.rules.errors import HandError
 from controller.rules.tiles import parse_tiles
 from vision.camera import read_image
-from vision.detection import Box, TileDetection
+from vision.detection import Box, TileDetection, box_intersections, is_box
 from vision.labels import BACK, NUM_LABELS, label_from_name, label_name
 from vision.recognizer import HEAD_FILE, TileRecognizer
 
@@ -160,7 +159,7 @@ def read_labels(path: str | Path) -> list[EnrolSample]:
             raw = r["box"]
             # "1234" would iterate into four numbers: a box is a list
             box = tuple(float(v) for v in raw) if isinstance(raw, list) else ()
-            if len(box) != 4 or not all(math.isfinite(v) for v in box) or min(box[2:]) <= 0:
+            if not is_box(box):
                 raise EnrolError(
                     f"{p}: tile {i + 1} has a bad box {raw!r}: [x, y, width, height] expected"
                 )
@@ -256,18 +255,16 @@ def embeddings_by_photo(
     for path, group in by_image.items():
         img = read_image(path)
         height, width = img.shape[:2]
-        for s in group:
-            x, y, w, h = s.box
+        boxes = [s.box for s in group]
+        inside = box_intersections(np.array(boxes), np.array([(0.0, 0.0, width, height)]))[:, 0]
+        for s, area in zip(group, inside, strict=True):
             # a tile mostly off the photo would teach the head the photo's border
-            inside = max(0.0, min(x + w, width) - max(x, 0.0)) * max(
-                0.0, min(y + h, height) - max(y, 0.0)
-            )
-            if inside < 0.5 * w * h:
+            if area < 0.5 * s.box[2] * s.box[3]:
                 raise EnrolError(
                     f"{path}: the box {s.box} of a {label_name(s.label)} lies mostly outside "
                     f"the {width}x{height} photo"
                 )
-        emb = embed_views(recognizer, img, [s.box for s in group])
+        emb = embed_views(recognizer, img, boxes)
         labels = np.array([s.label for s in group] * (len(emb) // len(group)), np.int64)
         out.append(PhotoEmbeddings(path, emb, labels, len(group)))
     return out

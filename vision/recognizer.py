@@ -34,7 +34,7 @@ import numpy as np
 
 from controller.errors import ModelError, VisionError
 from vision.camera import as_bgr as _as_bgr
-from vision.detection import Box, TileDetection, box_intersections
+from vision.detection import Box, TileDetection, box_intersections, is_box
 from vision.labels import BACK, NUM_LABELS
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
@@ -394,7 +394,7 @@ class TileRecognizer:
         except Exception as exc:
             raise ModelError(f"the finder model failed on a {w}x{h} picture: {exc}") from None
         found = decode_finder(hm[0], reg[0], self.finder_threshold, (w / nw, h / nh), self.stride)
-        if not all(math.isfinite(v) for f in found for v in f[0]):
+        if not all(is_box(f[0]) for f in found):
             raise ModelError(
                 f"the finder model gave boxes that are not numbers on a {w}x{h} picture"
             )
@@ -429,10 +429,7 @@ class TileRecognizer:
                 refine_box(b, o, self.crop_margin) for b, o in zip(boxes, placed, strict=True)
             ]
             # a box output that is not a number (or no box) leaves the tile where it was found
-            refined = [
-                r if all(math.isfinite(v) for v in r) and min(r[2:]) > 0 else b
-                for r, b in zip(refined, boxes, strict=True)
-            ]
+            refined = [r if is_box(r) else b for r, b in zip(refined, boxes, strict=True)]
         else:
             refined = list(boxes)
         return probs, refined
@@ -469,7 +466,7 @@ class TileRecognizer:
 
     def _crops(self, img: np.ndarray, boxes: list[Box]) -> np.ndarray:
         for box in boxes:
-            if len(box) != 4 or not all(math.isfinite(v) for v in box) or min(box[2:]) <= 0:
+            if not is_box(box):
                 raise VisionError(
                     f"a tile's box is x, y, width, height, finite and of some size, not {box}"
                 )

@@ -161,7 +161,12 @@ def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
     bound = profile.chengbao.enabled
     # a binding is a fact about the hand, not about one claim: on one discard every win is
     # settled with the pairs any of them gives or shows
-    shared_pairs = set().union(*(bound_pairs(w, profile) for w in wins)) if len(wins) > 1 else None
+    if not bound:
+        pairs: set[tuple[int, int]] = set()
+    elif len(wins) == 1:  # the usual case, on the hot path: no union to build
+        pairs = bound_pairs(first, profile)
+    else:
+        pairs = set().union(*(bound_pairs(w, profile) for w in wins))
     # every win is scored before any is paid: a claim that is refused is no co-winner
     outcomes = [score_win(win, profile) for win in wins]
     valid_winners = [
@@ -170,13 +175,7 @@ def settle(wins: Sequence[Win], profile: Profile) -> Settlement:
     for win, outcome in zip(wins, outcomes, strict=True):
         winner = win.winner
         partners = (
-            _partners(
-                winner,
-                shared_pairs if shared_pairs is not None else bound_pairs(win, profile),
-                profile,
-            )
-            if bound and win.how is not _EIGHT_FLOWERS
-            else {}
+            _partners(winner, pairs, profile) if bound and win.how is not _EIGHT_FLOWERS else {}
         )
         partner_seats = tuple(sorted(partners)) if partners else ()
         if type(outcome) is Refusal:
