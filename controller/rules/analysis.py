@@ -259,8 +259,23 @@ def _suit_text(
     if found is None:
         return None
     sets, pair = found
-    texts = tuple(str(s) for s in _sets(start, tuple(sets)))
+    # a miss comes with every new suit pattern, so the texts are looked up, not formatted
+    names = _SET_TEXTS[start]
+    texts = tuple(names[kind][off] for kind, off in sets)
     return texts, None if pair is None else format_tiles((start + pair,) * 2)
+
+
+# The notation of every concealed set in a suit: [suit start][0 chow, 1 pung][offset].
+_SET_TEXTS = {
+    start: (
+        tuple(
+            format_tiles((start + i, start + i + 1, start + i + 2)) if i < 7 else ""
+            for i in range(9)
+        ),
+        tuple(format_tiles((start + i,) * 3) for i in range(9)),
+    )
+    for start in (0, 9, 18)
+}
 
 
 def iter_readings(counts: Sequence[int]) -> Iterator[Reading]:
