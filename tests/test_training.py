@@ -433,6 +433,12 @@ def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
     assert all(0 <= d.label < 43 for d in found)
     assert rec.embed(image, [(10, 10, 30, 40)]).shape == (1, EMBEDDING)
     assert rec.refine  # the exported classifier places each tile in its crop
+    # the classifier was quantised before the settings were chosen, or the manifest says why not
+    from vision.quantise import is_quantised
+
+    quantised = manifest["training"]["quantised"]
+    assert is_quantised(out / "classifier.onnx") == ("refused" not in quantised)
+    assert quantised["check_tiles"] > 0
 
 
 def test_training_without_shared_data_uses_procedural_faces(tmp_path):
@@ -440,6 +446,29 @@ def test_training_without_shared_data_uses_procedural_faces(tmp_path):
     manifest = train(cfg)
     assert manifest["training"]["real_train_photos"] == 0
     assert manifest["finder_threshold"] == 0.4  # no validation photos to choose it on
+    TileRecognizer(tmp_path / "m")
+
+
+def test_a_float_classifier_is_kept_when_asked(tmp_path):
+    from vision.quantise import is_quantised
+
+    manifest = train(TrainConfig.preset("tiny", None, tmp_path / "m", quantise=False, log=print))
+    assert not is_quantised(tmp_path / "m" / "classifier.onnx")
+    assert "quantised" not in manifest["training"]
+
+
+def test_a_quantisation_that_reads_worse_leaves_the_float_classifier_and_says_so(
+    tmp_path, monkeypatch
+):
+    from vision import quantise
+    from vision.quantise import is_quantised
+
+    monkeypatch.setattr(quantise, "MAX_LOSS", -1.0)  # nothing can be good enough
+    logs: list[str] = []
+    manifest = train(TrainConfig.preset("tiny", None, tmp_path / "m", log=logs.append))
+    assert not is_quantised(tmp_path / "m" / "classifier.onnx")
+    assert "the float classifier is kept" in manifest["training"]["quantised"]["refused"]
+    assert any("the float classifier is kept" in line for line in logs)
     TileRecognizer(tmp_path / "m")
 
 
@@ -466,11 +495,16 @@ def test_reusing_a_finder_trains_only_the_classifier(first, tmp_path):
 
 
 def test_reusing_a_classifier_trains_only_the_finder(first, tmp_path):
+    from vision.quantise import is_quantised
+
     second = tmp_path / "second"
     logs: list[str] = []
     train(TrainConfig.preset("tiny", None, second, reuse_classifier=first, log=logs.append))
     for name in ("classifier.onnx", "base_head.npz"):
         assert (second / name).read_bytes() == (first / name).read_bytes()
+    # a kept int8 classifier is not quantised twice
+    assert is_quantised(second / "classifier.onnx")
+    assert any("quantised already: kept" in line for line in logs)
     assert any("finder epoch" in line for line in logs)
     assert not any("classifier epoch" in line for line in logs)
     TileRecognizer(second)
@@ -533,6 +567,9 @@ def test_what_cannot_be_a_model_folder_is_refused_before_any_work(first, tmp_pat
         ("max_photos", 0, "max_photos must be 1 or more"),
         ("classifier_lr", 0.0, "classifier_lr must be above 0"),
         ("finder_stretch", 0.5, "finder_stretch must be 1"),
+        ("quantise", "yes", "quantise must be true or false"),
+        ("quantise_photos", -1, "quantise_photos must be a whole number, 0 or more"),
+        ("quantise_tables", 1.5, "quantise_tables must be a whole number"),
     ],
 )
 def test_settings_that_cannot_train_are_refused_at_once(tmp_path, field, value, said):

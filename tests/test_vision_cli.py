@@ -202,3 +202,62 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     argv = ["train", "--data", str(data), "--retune", str(model), "--classifier-epochs", "40"]
     assert main([*argv, "--out", str(tmp_path / "other")]) == 2
     assert "--retune trains nothing, so --out, --classifier-epochs" in capsys.readouterr().err
+
+
+def _float_model(out: Path) -> Path:
+    from vision.training import TrainConfig, train
+
+    train(TrainConfig.preset("tiny", None, out, quantise=False, log=lambda _: None))
+    return out
+
+
+def test_quantise_makes_a_models_classifier_int8_and_tunes_it_again(tmp_path, shared_data, capsys):
+    pytest.importorskip("torch", reason="the train extra (PyTorch, onnx) is not installed")
+    from vision.dataset import load_photos
+    from vision.quantise import is_quantised
+
+    data = tmp_path / "data"
+    for sub in ("images", "labels"):
+        (data / "real-photos" / sub).mkdir(parents=True)
+    photos = load_photos(shared_data / "real-photos", ["validation"])[:3]
+    photos += load_photos(shared_data / "real-photos", ["train"])[:3]
+    for p in photos:
+        label = p.path.parent.parent / "labels" / (p.path.stem + ".txt")
+        (data / "real-photos" / "images" / p.path.name).symlink_to(p.path)
+        (data / "real-photos" / "labels" / label.name).symlink_to(label)
+    model = _float_model(tmp_path / "model")
+    finder = (model / "finder.onnx").read_bytes()
+    argv = ["train", "--data", str(data), "--tune-tables", "1"]
+    assert main([*argv, "--quantise", str(model)]) == 0
+    printed = capsys.readouterr().out
+    assert "check tiles read right" in printed and "finder threshold" in printed
+    assert is_quantised(model / "classifier.onnx")
+    assert (model / "finder.onnx").read_bytes() == finder
+    manifest = json.loads((model / "model.json").read_text())
+    assert manifest["training"]["quantised"]["check_tiles"] > 0
+    assert "tile_f1_by_reread" in manifest["training"]["validation"]  # tuned again
+    # twice is refused; so is a model enrolled on the float classifier
+    assert main([*argv, "--quantise", str(model)]) == 3
+    assert "quantised already" in capsys.readouterr().err
+    enrolled = _float_model(tmp_path / "enrolled")
+    np.savez(enrolled / "head.npz", weight=np.zeros((192, 43)), bias=np.zeros(43))
+    assert main([*argv, "--quantise", str(enrolled)]) == 3
+    assert "enrol again" in capsys.readouterr().err
+    assert not is_quantised(enrolled / "classifier.onnx")
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--retune", "other"], "--retune and --quantise each take a model"),
+        (["--no-quantise"], "--quantise trains nothing, so --no-quantise would do nothing"),
+        (["--out", "other"], "--quantise trains nothing, so --out would do nothing"),
+    ],
+)
+def test_quantise_refuses_options_it_would_ignore(tmp_path, shared_data, capsys, extra, said):
+    model = tmp_path / "model"
+    argv = ["train", "--data", str(shared_data), "--quantise", str(model)]
+    extra = [str(tmp_path / a) if a == "other" else a for a in extra]
+    assert main([*argv, *extra]) == 2
+    assert said in capsys.readouterr().err
+    assert not model.exists()

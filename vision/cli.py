@@ -77,6 +77,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "this model's finder threshold, close-up second look and reread "
                    "confidence again on the validation photos and write them into its "
                    "model.json")  # fmt: skip
+    t.add_argument("--quantise", type=Path, metavar="MODEL_DIR", help="train nothing: "
+                   "quantise this model's float classifier to int8 (ranges from the training "
+                   "photos' tiles, checked on the validation photos'), then choose its "
+                   "run-time settings again as --retune does")  # fmt: skip
+    t.add_argument("--no-quantise", action="store_true", help="keep the trained "
+                   "classifier in floating point (by default it is quantised to int8 before "
+                   "tuning)")  # fmt: skip
     t.add_argument("--tune-tables", type=int, metavar="N", help="rendered tables each finder "
                    f"threshold is also run on (default {TUNE_TABLES_DEFAULT}; the tiny "
                    "preset 1)")  # fmt: skip
@@ -219,7 +226,10 @@ def train_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--classifier-any-tilt must be a share from 0 to 1, not {args.classifier_any_tilt}"
         )
-    if args.retune is not None:
+    if args.retune is not None and args.quantise is not None:
+        raise ConfigError("--retune and --quantise each take a model: give one of them")
+    if args.retune is not None or args.quantise is not None:
+        option = "--retune" if args.retune is not None else "--quantise"
         ignored = [
             f"--{name.replace('_', '-')}"
             for name in (
@@ -233,14 +243,15 @@ def train_command(args: argparse.Namespace) -> int:
                 "label_box_lessons",
             )
             if getattr(args, name) is not None
-        ]
+        ] + (["--no-quantise"] if args.no_quantise else [])
         if ignored:  # said, not silently dropped: the user may think they trained
-            raise ConfigError(f"--retune trains nothing, so {', '.join(ignored)} would do nothing")
+            raise ConfigError(f"{option} trains nothing, so {', '.join(ignored)} would do nothing")
         return _retune(
-            args.retune,
+            args.retune or args.quantise,
             data,
             args.threads or default_threads(),
             args.tune_tables or TUNE_TABLES_DEFAULT,
+            quantise=args.quantise is not None,
         )
     out = args.out or DEFAULT_MODEL_DIR
     cfg = TrainConfig.preset(
@@ -269,6 +280,7 @@ def train_command(args: argparse.Namespace) -> int:
             else {}
         ),
         **({"label_box_lessons": args.label_box_lessons} if args.label_box_lessons else {}),
+        **({"quantise": False} if args.no_quantise else {}),
         log=lambda msg: print(msg, flush=True),
     )
     manifest = train(cfg)
@@ -276,11 +288,11 @@ def train_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _retune(model_dir: Path, data: Path, threads: int, tables: int) -> int:
-    from controller.errors import ConfigError
+def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bool) -> int:
+    from controller.errors import ConfigError, ModelError
     from vision.dataset import load_photos
-    from vision.recognizer import TileRecognizer
-    from vision.training import tune
+    from vision.recognizer import HEAD_FILE, TileRecognizer
+    from vision.training import TrainConfig, quantise_model, tune
 
     TileRecognizer(model_dir)  # a folder that is not a model: ModelError before any photo is read
     photos = (
@@ -288,7 +300,24 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int) -> int:
     )
     if not photos:
         raise ConfigError(f"no validation photos under {data / 'real-photos'} to tune on")
-    manifest = tune(model_dir, photos, threads, lambda msg: print(msg, flush=True), tables)
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+
+    if quantise:
+        if (model_dir / HEAD_FILE).exists():
+            raise ModelError(
+                f"{model_dir} is enrolled ({HEAD_FILE} was fitted to the float classifier): "
+                "quantise the model it was enrolled from, then enrol again"
+            )
+        cfg = TrainConfig.preset("full", data, model_dir, threads=threads, log=log)
+        train_photos = load_photos(data / "real-photos", ["train"])
+        record = quantise_model(model_dir, train_photos, photos, data, cfg)
+        if record is None:
+            raise ModelError(f"the classifier of {model_dir} is quantised already")
+        if "refused" in record:
+            raise ModelError(record["refused"])
+    manifest = tune(model_dir, photos, threads, log, tables)
     keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to", "reread_below")
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))
     return EXIT_OK

@@ -109,6 +109,13 @@ class TrainConfig:
     tune_table_frames: int = 20
     """Rendered tables each finder threshold is also run on when it is chosen (see
     :func:`tune`)."""
+    quantise: bool = True
+    """Quantise the classifier to int8 before the run-time settings are chosen
+    (:mod:`vision.quantise`). A kept classifier that is quantised already stays so."""
+    quantise_photos: int = 200
+    """Training photos whose tiles set the int8 classifier's activation ranges."""
+    quantise_tables: int = 16
+    """Rendered table frames whose tiles set them too."""
     reuse_finder: Path | None = None
     """A model folder whose finder to keep (only the classifier is trained)."""
     reuse_classifier: Path | None = None
@@ -132,7 +139,15 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ModelError(f"{name} must be a whole number, 1 or more, not {value!r}")
-        for name in ("seed", "table_frames", "synth_crops_max"):
+        if not isinstance(self.quantise, bool):
+            raise ModelError(f"quantise must be true or false, not {self.quantise!r}")
+        for name in (
+            "seed",
+            "table_frames",
+            "synth_crops_max",
+            "quantise_photos",
+            "quantise_tables",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ModelError(f"{name} must be a whole number, 0 or more, not {value!r}")
@@ -183,6 +198,8 @@ class TrainConfig:
                 synth_crops_max=200,
                 table_frames=1,
                 tune_table_frames=1,
+                quantise_photos=12,
+                quantise_tables=1,
             )
         else:
             raise ModelError(f"unknown training preset {name!r} (full or tiny)")
@@ -343,13 +360,15 @@ class _Sample:
         return _Sample(image, self.boxes, self.angles, self.labels, self.known)
 
 
-def _face_sets(cfg: TrainConfig):
+def face_sets(shared_data: Path | None) -> list[Any]:
+    """The tile faces training draws with: the procedural ones, and the public-domain art
+    where ``shared_data`` holds it."""
     from vision.faces import art_faces
     from vision.synth import procedural_variants
 
     sets = procedural_variants()
-    if cfg.shared_data is not None:
-        art = cfg.shared_data / "tile-art"
+    if shared_data is not None:
+        art = shared_data / "tile-art"
         if (art / "wikimedia-pd").is_dir():
             from vision.synth import BACKS, BODIES
 
@@ -363,7 +382,7 @@ def _face_sets(cfg: TrainConfig):
 def _synth_pool(cfg: TrainConfig, rng: np.random.Generator) -> list[_Sample]:
     from vision.synth import random_scene
 
-    faces = _face_sets(cfg)
+    faces = face_sets(cfg.shared_data)
     size = (cfg.finder_size, cfg.finder_size)
     pool = []
     for _ in range(cfg.synth_scenes):
@@ -386,7 +405,7 @@ def _table_pool(cfg: TrainConfig, rng: np.random.Generator) -> tuple[list[_Sampl
     classifier crops from the full-resolution frame, as the recogniser crops them."""
     from vision.synth import table_frame
 
-    faces = _face_sets(cfg)
+    faces = face_sets(cfg.shared_data)
     samples: list[_Sample] = []
     crops, labels, aspects = [], [], []
     size = cfg.finder_size
@@ -935,12 +954,50 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
         },
     }
     (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    if cfg.quantise:
+        quantise_model(cfg.out_dir, train_photos, val_photos, cfg.shared_data, cfg)
     # the run-time settings are chosen on the exported model, run as the recogniser runs it
     manifest = tune(cfg.out_dir, val_photos, cfg.threads, cfg.log, cfg.tune_table_frames)
     manifest["training"]["seconds"] = round(time.time() - t0)
     (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     cfg.log(f"done in {time.time() - t0:.0f}s: {manifest['training']['validation']}")
     return manifest
+
+
+def quantise_model(
+    model_dir: Path, train_photos, check_photos, shared_data: Path | None, cfg: TrainConfig
+) -> dict[str, Any] | None:
+    """Quantise ``model_dir``'s classifier (:func:`vision.quantise.quantise_classifier`): the
+    activation ranges from ``cfg.quantise_photos`` of ``train_photos`` and
+    ``cfg.quantise_tables`` rendered tables, the check on the labelled tiles of
+    ``check_photos`` (or, with none, of rendered tables of another seed). A classifier
+    quantised already is left as it is (None); a quantisation refused for reading worse
+    leaves the float classifier, and the manifest's ``training.quantised`` says why (the
+    record is returned either way)."""
+    from vision import quantise as q
+
+    if q.is_quantised(model_dir / CLASSIFIER_FILE):
+        cfg.log("the classifier is quantised already: kept as it is")
+        return None
+    faces = face_sets(shared_data)
+    calibration = q.labelled_pictures(
+        train_photos, cfg.quantise_photos, faces, cfg.quantise_tables, q.CALIBRATION_SEED
+    )
+    tables = 0 if check_photos else max(2, cfg.quantise_tables)
+    check = q.labelled_pictures(
+        check_photos, len(check_photos), faces, tables, q.CALIBRATION_SEED + 1
+    )
+    try:
+        return q.quantise_classifier(model_dir, calibration, check, log=cfg.log)
+    except q.QuantisationRefused as exc:
+        # hours of training are not thrown away for it: the float classifier stays, and the
+        # manifest says why
+        cfg.log(str(exc))
+        manifest = json.loads((model_dir / MANIFEST_FILE).read_text())
+        record = {"refused": str(exc), **exc.figures}
+        manifest.setdefault("training", {})["quantised"] = record
+        (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        return record
 
 
 def _reuse(src: Path, out_dir: Path, part: str, files: tuple[str, ...]) -> dict[str, Any]:
