@@ -215,6 +215,63 @@ def test_a_concealed_kong_whose_faces_differ_takes_the_surer() -> None:
     assert meld.key == key("concealed_kong", "CCCC", None) and meld.needs_confirmation
 
 
+def _misread(read: TileRead, name: str, conf: float, *alternatives: tuple[str, float]) -> TileRead:
+    """``read``'s tile read as ``name`` instead, with these runner-ups."""
+    alts = tuple((label_from_name(n), p) for n, p in alternatives)
+    return TileRead(label_from_name(name), conf, read.quad, conf < 0.6, alts)
+
+
+def test_a_concealed_kongs_back_read_face_up_is_taken_from_its_runner_up() -> None:
+    back, left, right, back2 = row(1, "back 6s 6s back")
+    as_white = _misread(back2, "P", 0.52, ("back", 0.41))
+    (meld,) = group_seat(1, [back, left, right, as_white]).melds
+    assert meld.key == key("concealed_kong", "6666s", None)
+    assert meld.needs_confirmation and "P (0.52, or back 0.41) may be face down" in meld.note
+
+
+def test_four_open_tiles_do_not_become_a_kong_on_two_runner_ups() -> None:
+    # a laid-open hand's row: two 白 that could be backs, with faces that differ between them
+    reads = row(0, "P 5m 6m P")
+    reads[0] = _misread(reads[0], "P", 0.7, ("back", 0.2))
+    reads[3] = _misread(reads[3], "P", 0.7, ("back", 0.2))
+    view = group_seat(0, reads)
+    assert view.melds == () and view.open_tiles == tuple(parse_tiles("P 5m 6m P"))
+
+
+def test_a_pungs_tile_read_face_down_is_taken_from_its_runner_up() -> None:
+    reads = row(2, "E E/ E")
+    reads[2] = _misread(reads[2], "back", 0.5, ("E", 0.45))
+    (meld,) = group_seat(2, reads).melds
+    assert meld.key == key("pung", "EEE", 0) and "may be E" in meld.note
+
+
+def test_a_claimed_tile_read_as_a_flower_is_taken_into_its_meld() -> None:
+    reads = row(0, "5p 5p/ 5p")
+    reads[1] = _misread(reads[1], "1f", 0.55, ("5p", 0.3), ("2f", 0.1))
+    view = group_seat(0, reads)
+    (meld,) = view.melds
+    assert meld.key == key("pung", "555p", 2) and "1f (0.55, or 5p 0.30) may be 5p" in meld.note
+    assert view.flowers == () and view.open_tiles == ()
+
+
+def test_flowers_stay_flowers_beside_melds_and_in_their_own_row() -> None:
+    # a flower laid against a meld, and a row of flowers each with a playing runner-up
+    reads = row(3, "7m/ 8m 9m 2f") + row(3, "1f 3f 4f", v0=150)
+    reads = [_misread(r, r.name, 0.7, ("3m", 0.2)) if r.is_flower else r for r in reads]
+    view = group_seat(3, reads)
+    assert keys(view) == [key("chow", "789m", 2)]
+    assert view.flowers == tuple(parse_tiles("2f 1f 3f 4f"))
+    assert view.open_tiles == ()
+
+
+def test_a_flower_no_runner_up_fits_stays_a_flower_and_the_tiles_stay_loose() -> None:
+    reads = row(0, "5p 5p/ 1f")
+    reads[2] = _misread(reads[2], "1f", 0.6, ("9s", 0.3))
+    view = group_seat(0, reads)
+    assert view.melds == () and view.flowers == tuple(parse_tiles("1f"))
+    assert view.open_tiles == (Tile.P5, Tile.P5)
+
+
 def test_an_impossible_meld_is_reported_not_dropped() -> None:
     view = group_seat(0, row(0, "1m/ 5p 9s"))
     (meld,) = view.melds

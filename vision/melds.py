@@ -382,10 +382,15 @@ def _segment(seat: int, cols: Sequence[_Column], unit: float) -> _Candidate | No
         return None
     # tiles of one meld touch; a wide gap inside it makes the reading less likely
     inner_gaps = sum(1 for a, b in pairwise(cols) if b.u0 - a.u1 > LOOSE_FRACTION * unit)
+    if any(t.read.is_flower for t in tiles) and not _may_be_played(tiles):
+        return None
     if not sideways:
-        if n != 4 or stacked or tiles[0].label != BACK or tiles[3].label != BACK:
+        if n != 4 or stacked or any(t.read.is_flower for t in tiles):
             return None
-        return _concealed_kong(tiles, inner_gaps)
+        ends = [_face_down_end(t) for t in (tiles[0], tiles[3])]
+        if None in ends:
+            return None
+        return _concealed_kong(tiles, inner_gaps, [e for e in ends if e])
     if len(sideways) != 1:
         return None
     claimed_at = sideways[0]
@@ -411,26 +416,53 @@ def _segment(seat: int, cols: Sequence[_Column], unit: float) -> _Candidate | No
     best: _Candidate | None = None
     for kind, src, extra in options:
         cand = _claimed(kind, src, tiles, list(extra), inner_gaps)
-        if best is None or cand.score > best.score:
+        if cand is not None and (best is None or cand.score > best.score):
             best = cand
     return best
 
 
+def _may_be_played(tiles: Sequence[_Tile]) -> bool:
+    """Whether the one flower read among ``tiles`` has a playing tile as a runner-up (a
+    meld's tile misread as a flower); two flower reads are never one meld's."""
+    flowers = [t for t in tiles if t.read.is_flower]
+    return len(flowers) == 1 and any(0 <= alt < 34 for alt, _ in flowers[0].read.alternatives)
+
+
+def _has_played(group: Sequence[_Tile]) -> bool:
+    """Whether a group of touching tiles holds any tile not read as a flower (a row of
+    flowers alone is no meld, whatever their runner-ups)."""
+    return any(not t.read.is_flower for t in group)
+
+
+def _face_down_end(t: _Tile) -> str | None:
+    """Whether a concealed kong's end tile lies face down: ``""`` if read so, a note if read
+    face up with face down its runner-up (a plain back is easily taken for 白 or a dragon),
+    ``None`` if not."""
+    if t.label == BACK:
+        return ""
+    if any(alt == BACK for alt, _ in t.read.alternatives):
+        return f"{t.read.describe()} may be face down"
+    return None
+
+
 def _claimed(
     kind: MeldKind, source: int, tiles: list[_Tile], notes: list[str], inner_gaps: int
-) -> _Candidate:
+) -> _Candidate | None:
     labels = [t.label for t in tiles]
     per_tile = 10.0
     likelihood = 0.0
-    if BACK in labels:
-        notes.append("a claimed meld shows a face-down tile")
-        per_tile = 2.0
-    elif not _valid(kind, labels, source):
+    if not _valid(kind, labels, source):
+        # a tile read face down or as a flower may have a runner-up that makes the meld
         fixed = _repair(kind, tiles, source)
         if fixed is not None:
             labels, note, likelihood = fixed
             notes.append(note)
             per_tile = 6.0
+        elif any(t.read.is_flower for t in tiles):
+            return None  # a flower that no runner-up makes a meld's tile stays a flower
+        elif BACK in labels:
+            notes.append("a claimed meld shows a face-down tile")
+            per_tile = 2.0
         else:
             shown = " ".join(label_name(lab) for lab in labels)
             notes.append(f"{shown} is not a {kind.value}: check the tiles")
@@ -442,11 +474,15 @@ def _claimed(
     return _candidate(kind, source, labels, tiles, notes, per_tile, inner_gaps, likelihood)
 
 
-def _concealed_kong(tiles: list[_Tile], inner_gaps: int) -> _Candidate:
-    notes: list[str] = []
+def _concealed_kong(tiles: list[_Tile], inner_gaps: int, end_notes: list[str]) -> _Candidate | None:
+    notes: list[str] = list(end_notes)
     middle = [t.label for t in tiles[1:3] if t.label != BACK]
+    if end_notes and not (len(middle) == 2 and middle[0] == middle[1] and 0 <= middle[0] < 34):
+        # an end read face up is taken for a back only between two faces that agree: four
+        # tiles of an open hand must not turn into a kong on two runner-ups
+        return None
     labels: list[int] = []
-    per_tile = 10.0
+    per_tile = 6.0 if end_notes else 10.0
     if not middle:
         notes.append("a concealed kong lies face down: say which tile it is")
     elif not 0 <= middle[0] < 34:
@@ -546,26 +582,30 @@ def group_seat(
     tiles = [_in_seat(r, to_seat) for r in reads]
     unit = tile_mm or (float(np.median([t.short for t in tiles])) if tiles else DEFAULT_TILE_MM)
     notes: list[str] = []
-    flowers = reading_order(
-        [t for t in tiles if t.read.is_flower], lambda t: t.v, lambda t: t.u, unit
-    )
-    for f in flowers:
-        if f.read.needs_confirmation:
-            notes.append(f"seat {seat}: is this flower {f.read.describe()}?")
+    # a flower read with a playing tile as runner-up may be a meld's tile misread (a claimed
+    # 5p read as 1f): it goes into the rows with the rest, and back to the flowers unless a
+    # meld takes it
+    flowers = [t for t in tiles if t.read.is_flower]
+    maybe = [t for t in flowers if _may_be_played([t])]
+    flowers = [t for t in flowers if t not in maybe]
     rest = [t for t in tiles if not t.read.is_flower]
     melds: list[MeldView] = []
     open_tiles: list[_Tile] = []
-    groups = _components(rest, unit)
+    groups = _components(rest + maybe, unit)
     groups = reading_order(
         groups, lambda g: min(t.v for t in g), lambda g: min(t.u for t in g), unit
     )
     for group in groups:
         cols = _columns(group)
-        found, loose = _parse_row(seat, cols, unit)
+        found, loose = _parse_row(seat, cols, unit) if _has_played(group) else ([], [])
         melds += found
+        if not found:
+            loose = list(range(len(cols)))
         for i in loose:
             for t in cols[i].tiles:
-                if t.label == BACK:
+                if t.read.is_flower:
+                    flowers.append(t)
+                elif t.label == BACK:
                     notes.append(f"seat {seat}: a face-down tile that is not part of a kong")
                 elif t.sideways:
                     notes.append(
@@ -574,6 +614,12 @@ def group_seat(
                     open_tiles.append(t)
                 else:
                     open_tiles.append(t)
+    flowers = reading_order(flowers, lambda t: t.v, lambda t: t.u, unit)
+    notes[:0] = [
+        f"seat {seat}: is this flower {f.read.describe()}?"
+        for f in flowers
+        if f.read.needs_confirmation
+    ]
     for m in melds:
         if m.needs_confirmation:
             notes.append(f"seat {seat}: {m.describe()}: {m.note}")
