@@ -84,3 +84,26 @@ def test_art_that_cannot_be_drawn_names_its_symbol(tmp_path, broken):
     )
     with pytest.raises(ModelError, match=f"symbol '{first}' .* cannot be drawn"):
         art_faces(tmp_path, 48)
+
+
+@pytest.mark.parametrize(
+    ("compact", "spaced"),
+    [
+        ("M0 0a5 5 0 00.5 10", "M0 0 a5 5 0 0 0 0.5 10"),
+        ("M0 0a5 5 0 1110 0", "M0 0 a5 5 0 1 1 10 0"),
+        ("M0 0A5 5 0 0 1.5.5", "M0 0 A5 5 0 0 1 .5 .5"),
+    ],
+)
+def test_arc_flags_written_together_read_as_spaced(compact: str, spaced: str) -> None:
+    from vision.faces import _path_polygons
+
+    (a,) = _path_polygons(compact)
+    (b,) = _path_polygons(spaced)
+    assert np.allclose(a, b)
+
+
+def test_an_arc_flag_that_is_not_0_or_1_is_refused() -> None:
+    from vision.faces import _path_polygons
+
+    with pytest.raises(ValueError, match="arc flag"):
+        _path_polygons("M0 0 a5 5 0 2 0 10 0")

@@ -575,3 +575,27 @@ def test_what_cannot_be_a_model_folder_is_refused_before_any_work(first, tmp_pat
 def test_settings_that_cannot_train_are_refused_at_once(tmp_path, field, value, said):
     with pytest.raises(ModelError, match=said):
         TrainConfig.preset("tiny", None, tmp_path, **{field: value})
+
+
+def test_tuning_that_turns_the_second_look_off_leaves_no_numbers_of_it(
+    tmp_path, shared_data, monkeypatch
+):
+    import shutil
+
+    import vision.training as training
+    from vision.dataset import load_photos
+    from vision.recognizer import DEFAULT_MODEL_DIR
+
+    model = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, model)
+    assert "rescale_above" in json.loads((model / "model.json").read_text())
+    # one choice of each, the second look none
+    monkeypatch.setattr(training, "THRESHOLDS", (0.3,))
+    monkeypatch.setattr(training, "RESCALES", (None,))
+    monkeypatch.setattr(training, "REREADS", (0.0,))
+    photos = load_photos(shared_data / "real-photos", ["validation"])[:2]
+    manifest = training.tune(model, photos, 1, lambda _: None, table_frames=1)
+    assert manifest["rescale"] is False
+    assert "rescale_above" not in manifest and "rescale_to" not in manifest
+    assert json.loads((model / "model.json").read_text()) == manifest
+    assert not TileRecognizer(model).rescale

@@ -699,6 +699,19 @@ def _path_polygons(d: str) -> list[np.ndarray]:
     def has_num() -> bool:
         return i < len(tokens) and not tokens[i].isalpha()
 
+    def flag() -> bool:
+        # an arc's flags are one character each and may run into what follows ("00.5" is
+        # the flags 0 and 0 and then .5, not the number 0.5)
+        nonlocal i
+        tok = tokens[i]
+        if tok[0] not in "01":
+            raise ValueError(f"an arc flag is 0 or 1, not {tok!r}")
+        if len(tok) > 1:
+            tokens[i] = tok[1:]
+        else:
+            i += 1
+        return tok[0] == "1"
+
     while i < len(tokens):
         if tokens[i].isalpha():
             cmd = tokens[i]
@@ -768,10 +781,12 @@ def _path_polygons(d: str) -> list[np.ndarray]:
             last_ctrl = (x1, y1)
             x, y = nx, ny
         elif c == "A":
-            rx, ry, rot, large, sweep, nx, ny = (num() for _ in range(7))
+            rx, ry, rot = num(), num(), num()
+            large, sweep = flag(), flag()
+            nx, ny = num(), num()
             if rel:
                 nx, ny = x + nx, y + ny
-            cur.extend(_arc(x, y, rx, ry, rot, bool(large), bool(sweep), nx, ny))
+            cur.extend(_arc(x, y, rx, ry, rot, large, sweep, nx, ny))
             x, y = nx, ny
             last_ctrl = None
         last_cmd = c

@@ -302,7 +302,7 @@ def _draw_tile(plane: np.ndarray, t: PlacedTile, faces: FaceSet, side: np.ndarra
     face = faces.face(t.label)
     fh, fw = face.shape[:2]
     corners = t.corners()
-    # the tile's side: the outline pushed away from the camera, in the back's colour below
+    # the tile's side: the outline pushed towards the camera, in the back's colour below
     # and the body's above, so an oblique view shows the tile's depth
     if np.any(side):
         depth = side * t.width

@@ -1144,6 +1144,9 @@ def tune(
     manifest["rescale"] = rescale is not None
     if rescale is not None:
         manifest["rescale_above"], manifest["rescale_to"] = rescale
+    else:  # a second look's numbers left behind would read as if they were in use
+        manifest.pop("rescale_above", None)
+        manifest.pop("rescale_to", None)
     validation = manifest.setdefault("training", {}).setdefault("validation", {})
     validation.update(
         {
