@@ -488,10 +488,17 @@ def first(tmp_path_factory):
 def test_reusing_a_finder_trains_only_the_classifier(first, tmp_path):
     second = tmp_path / "second"
     logs: list[str] = []
-    train(TrainConfig.preset("tiny", None, second, reuse_finder=first, log=logs.append))
+    cfg = TrainConfig.preset(
+        "tiny", None, second, reuse_finder=first, finder_epochs=7, log=logs.append
+    )
+    manifest = train(cfg)
     assert (second / "finder.onnx").read_bytes() == (first / "finder.onnx").read_bytes()
     assert not any("finder epoch" in line for line in logs)
     TileRecognizer(second)
+    # the manifest describes the finder it holds, not this run's settings for one
+    config = manifest["training"]["config"]
+    assert config["finder_epochs"] == 1 and config["finder_from"] == str(first)
+    assert "classifier_from" not in config
 
 
 def test_reusing_a_classifier_trains_only_the_finder(first, tmp_path):
@@ -502,6 +509,8 @@ def test_reusing_a_classifier_trains_only_the_finder(first, tmp_path):
     train(TrainConfig.preset("tiny", None, second, reuse_classifier=first, log=logs.append))
     for name in ("classifier.onnx", "base_head.npz"):
         assert (second / name).read_bytes() == (first / name).read_bytes()
+    config = json.loads((second / "model.json").read_text())["training"]["config"]
+    assert config["classifier_from"] == str(first) and "finder_from" not in config
     # a kept int8 classifier is not quantised twice
     assert is_quantised(second / "classifier.onnx")
     assert any("quantised already: kept" in line for line in logs)
@@ -599,3 +608,13 @@ def test_tuning_that_turns_the_second_look_off_leaves_no_numbers_of_it(
     assert "rescale_above" not in manifest and "rescale_to" not in manifest
     assert json.loads((model / "model.json").read_text()) == manifest
     assert not TileRecognizer(model).rescale
+
+
+def test_the_settings_of_each_part_are_fields_of_the_configuration():
+    from dataclasses import fields
+
+    from vision.training import CLASSIFIER_SETTINGS, FINDER_SETTINGS
+
+    names = {f.name for f in fields(TrainConfig)}
+    assert set(FINDER_SETTINGS) <= names and set(CLASSIFIER_SETTINGS) <= names
+    assert not set(FINDER_SETTINGS) & set(CLASSIFIER_SETTINGS)

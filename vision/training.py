@@ -942,11 +942,7 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
         "back_threshold": 0.85,
         "labels": list(LABEL_NAMES),
         "training": {
-            "config": {
-                k: (str(v) if isinstance(v, Path) else v)
-                for k, v in asdict(cfg).items()
-                if k not in ("log", "shared_data", "out_dir", "reuse_finder", "reuse_classifier")
-            },
+            "config": _config_record(cfg),
             "real_train_photos": len(train_photos),
             "real_validation_photos": len(val_photos),
             "seconds": round(time.time() - t0),
@@ -998,6 +994,55 @@ def quantise_model(
         manifest.setdefault("training", {})["quantised"] = record
         (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         return record
+
+
+FINDER_SETTINGS = (
+    "finder_size",
+    "finder_batch",
+    "finder_epochs",
+    "finder_steps",
+    "finder_lr",
+    "mask_unlabelled",
+    "finder_max_label_overlap",
+    "finder_stretch",
+    "finder_deep_width",
+)
+"""The :class:`TrainConfig` fields that shape only the finder."""
+
+CLASSIFIER_SETTINGS = (
+    "classifier_epochs",
+    "classifier_batch",
+    "classifier_lr",
+    "synth_crops_max",
+    "real_flower_repeat",
+    "crops_at_found_boxes",
+    "classifier_any_tilt",
+    "label_box_lessons",
+)
+"""The :class:`TrainConfig` fields that shape only the classifier."""
+
+
+def _config_record(cfg: TrainConfig) -> dict[str, Any]:
+    """The training configuration for the manifest. A part kept from another model is
+    described by that model's own settings (its manifest's), not by this run's, which did not
+    train it; ``finder_from`` / ``classifier_from`` name the folder it came from."""
+    out = {
+        k: (str(v) if isinstance(v, Path) else v)
+        for k, v in asdict(cfg).items()
+        if k not in ("log", "shared_data", "out_dir", "reuse_finder", "reuse_classifier")
+    }
+    for src, part, keys in (
+        (cfg.reuse_finder, "finder", FINDER_SETTINGS),
+        (cfg.reuse_classifier, "classifier", CLASSIFIER_SETTINGS),
+    ):
+        if src is None:
+            continue
+        old = json.loads((Path(src) / MANIFEST_FILE).read_text()).get("training", {})
+        old_config = old.get("config", {}) if isinstance(old, dict) else {}
+        for k in keys:
+            out[k] = old_config.get(k)  # None: the kept model's manifest does not say
+        out[f"{part}_from"] = str(src)
+    return out
 
 
 def _reuse(src: Path, out_dir: Path, part: str, files: tuple[str, ...]) -> dict[str, Any]:
