@@ -145,6 +145,11 @@ def run(args: argparse.Namespace) -> int:
     port, cfg = _port_and_config(args)
     if args.device_command == "watch" and args.seconds is not None:
         _check_seconds(args.seconds, "watch --seconds")
+    if args.device_command == "watch" and args.count is not None and args.count < 1:
+        from firmware_bridge.errors import BridgeConfigError
+
+        # 0 would stop before the first event and look like a quiet table
+        raise BridgeConfigError(f"watch --count must be 1 or more, not {args.count}")
     mask = _mask(args.mask) if args.device_command == "lights" else 0
     if args.device_command == "lights" and not 0 <= args.level <= 255:
         from firmware_bridge.errors import BridgeConfigError

@@ -256,9 +256,11 @@ class McuServer:
                 raise ControlError(str(exc)) from None
             return {cmd: rate}
         if cmd == "garbage":
-            n = int(number(0))
-            self.write(os.urandom(max(0, min(n, 1 << 20))))
-            return {"written": n}
+            n = number(0)
+            if n != int(n) or not 0 <= n <= 1 << 20:
+                raise ControlError(f"garbage: a whole number of bytes, 0-{1 << 20}, not {args[0]}")
+            self.write(os.urandom(int(n)))
+            return {"written": int(n)}
         if cmd in ("stats", "status"):
             return self.snapshot()
         if cmd in ("quit", "exit"):

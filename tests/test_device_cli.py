@@ -80,6 +80,8 @@ def test_port_from_config_file_and_environment(sim_mcu, capsys, tmp_path, monkey
         (["--port", "x", "--timeout", "nan", "status"], "--timeout must be a number"),
         (["--port", "x", "watch", "--seconds", "nan"], "--seconds must be a number"),
         (["--port", "x", "watch", "--seconds", "-1"], "--seconds must be a number"),
+        (["--port", "x", "watch", "--count", "0"], "--count must be 1 or more"),
+        (["--port", "x", "watch", "--count", "-3"], "--count must be 1 or more"),
     ],
 )
 def test_bad_usage_exits_2(argv, words, capsys, monkeypatch) -> None:
