@@ -61,7 +61,8 @@ def is_quantised(path: str | os.PathLike[str]) -> bool:
 def calibration_crops(
     recognizer: Any, pictures: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]
 ) -> np.ndarray:
-    """The classifier's input (N x 3 x S x S float32) for the tiles of labelled ``pictures``
+    """The crops (N x S x S x 3 ``uint8``, as :func:`as_input` hands them to the classifier)
+    of the tiles of labelled ``pictures``
     (``(picture, boxes, labels)``), cut as the recogniser cuts them: at the boxes of the
     face-up tiles its finder sees, or at the labelled boxes where it sees none (a finder
     barely trained, in a short test run).
@@ -79,8 +80,15 @@ def calibration_crops(
             batches.append(recognizer._crops(img, boxes))
     if not batches:
         size = recognizer.crop_size
-        return np.zeros((0, 3, size, size), np.float32)
-    return np.ascontiguousarray(np.concatenate(batches).transpose(0, 3, 1, 2), dtype=np.float32)
+        return np.zeros((0, size, size, 3), np.uint8)
+    return np.concatenate(batches)
+
+
+def as_input(crops: np.ndarray) -> np.ndarray:
+    """Crops (N x S x S x 3 ``uint8``) as the classifier takes them (N x 3 x S x S float32).
+    Kept as bytes until a batch is read: as floats, the crops of two hundred photos took a
+    third of a gigabyte."""
+    return np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
 
 
 def quantise_classifier(
@@ -167,9 +175,8 @@ def _labelled_crops(
             labels.append(np.asarray(tile_labels))
     if not crops:
         size = recognizer.crop_size
-        return np.zeros((0, 3, size, size), np.float32), np.zeros(0, np.int64)
-    x = np.ascontiguousarray(np.concatenate(crops).transpose(0, 3, 1, 2), dtype=np.float32)
-    return x, np.concatenate(labels)
+        return np.zeros((0, size, size, 3), np.uint8), np.zeros(0, np.int64)
+    return np.concatenate(crops), np.concatenate(labels)
 
 
 def labelled_pictures(
@@ -216,10 +223,13 @@ def _quantise_file(src: Path, dst: Path, crops: np.ndarray) -> None:
 
     class Batches(CalibrationDataReader):
         def __init__(self) -> None:
-            self._left = iter([{"crops": crops[i : i + 256]} for i in range(0, len(crops), 256)])
+            # small batches: the calibration session keeps every layer's output of a batch,
+            # and at 256 crops a batch quantising took 1.8 GB
+            self._left = (as_input(crops[i : i + 32]) for i in range(0, len(crops), 32))
 
         def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self._left, None)
+            batch = next(self._left, None)
+            return None if batch is None else {"crops": batch}
 
     with tempfile.TemporaryDirectory(prefix="quantise-") as work:
         prepared = Path(work) / "prepared.onnx"
@@ -246,6 +256,7 @@ def _labels(path: Path, crops: np.ndarray) -> np.ndarray:
     opts.log_severity_level = 3
     session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     logits = [
-        session.run(["logits"], {"crops": crops[i : i + 256]})[0] for i in range(0, len(crops), 256)
+        session.run(["logits"], {"crops": as_input(crops[i : i + 256])})[0]
+        for i in range(0, len(crops), 256)
     ]
     return np.concatenate(logits).argmax(axis=1)
