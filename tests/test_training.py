@@ -472,6 +472,21 @@ def test_a_quantisation_that_reads_worse_leaves_the_float_classifier_and_says_so
     TileRecognizer(tmp_path / "m")
 
 
+def test_a_quantisation_that_fails_leaves_the_float_classifier_and_says_why(tmp_path, monkeypatch):
+    from vision import quantise
+    from vision.quantise import is_quantised
+
+    def broken(*args, **kwargs):
+        raise ModelError("no crops to measure")
+
+    monkeypatch.setattr(quantise, "quantise_classifier", broken)
+    manifest = train(TrainConfig.preset("tiny", None, tmp_path / "m", log=lambda _: None))
+    assert not is_quantised(tmp_path / "m" / "classifier.onnx")
+    assert manifest["training"]["quantised"] == {
+        "refused": "quantising failed (no crops to measure): the float classifier is kept"
+    }
+
+
 def test_unknown_preset(tmp_path):
     with pytest.raises(ModelError, match="preset"):
         TrainConfig.preset("huge", None, tmp_path)
@@ -579,6 +594,7 @@ def test_what_cannot_be_a_model_folder_is_refused_before_any_work(first, tmp_pat
         ("quantise", "yes", "quantise must be true or false"),
         ("quantise_photos", -1, "quantise_photos must be a whole number, 0 or more"),
         ("quantise_tables", 1.5, "quantise_tables must be a whole number"),
+        ("quantise_tables", 0, "quantise_tables must be 1 or more when"),
     ],
 )
 def test_settings_that_cannot_train_are_refused_at_once(tmp_path, field, value, said):

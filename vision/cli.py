@@ -312,11 +312,8 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
             )
         cfg = TrainConfig.preset("full", data, model_dir, threads=threads, log=log)
         train_photos = load_photos(data / "real-photos", ["train"])
-        record = quantise_model(model_dir, train_photos, photos, data, cfg)
-        if record is None:
+        if quantise_model(model_dir, train_photos, photos, cfg, keep_float=False) is None:
             raise ModelError(f"the classifier of {model_dir} is quantised already")
-        if "refused" in record:
-            raise ModelError(record["refused"])
     manifest = tune(model_dir, photos, threads, log, tables)
     keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to", "reread_below")
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))

@@ -141,6 +141,9 @@ class TrainConfig:
                 raise ModelError(f"{name} must be a whole number, 1 or more, not {value!r}")
         if not isinstance(self.quantise, bool):
             raise ModelError(f"quantise must be true or false, not {self.quantise!r}")
+        if self.quantise and self.quantise_tables == 0:
+            # the tables are there with or without photos: the ranges always have crops
+            raise ModelError("quantise_tables must be 1 or more when the classifier is quantised")
         for name in (
             "seed",
             "table_frames",
@@ -951,7 +954,7 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
     }
     (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     if cfg.quantise:
-        quantise_model(cfg.out_dir, train_photos, val_photos, cfg.shared_data, cfg)
+        quantise_model(cfg.out_dir, train_photos, val_photos, cfg)
     # the run-time settings are chosen on the exported model, run as the recogniser runs it
     manifest = tune(cfg.out_dir, val_photos, cfg.threads, cfg.log, cfg.tune_table_frames)
     manifest["training"]["seconds"] = round(time.time() - t0)
@@ -961,21 +964,22 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def quantise_model(
-    model_dir: Path, train_photos, check_photos, shared_data: Path | None, cfg: TrainConfig
+    model_dir: Path, train_photos, check_photos, cfg: TrainConfig, *, keep_float: bool = True
 ) -> dict[str, Any] | None:
     """Quantise ``model_dir``'s classifier (:func:`vision.quantise.quantise_classifier`): the
     activation ranges from ``cfg.quantise_photos`` of ``train_photos`` and
     ``cfg.quantise_tables`` rendered tables, the check on the labelled tiles of
     ``check_photos`` (or, with none, of rendered tables of another seed). A classifier
-    quantised already is left as it is (None); a quantisation refused for reading worse
-    leaves the float classifier, and the manifest's ``training.quantised`` says why (the
-    record is returned either way)."""
+    quantised already is left as it is (None). With ``keep_float`` (a training run: its hours
+    are not thrown away for this) a quantisation that fails or reads worse leaves the float
+    classifier, and the manifest's ``training.quantised`` says why; without it the
+    :class:`~controller.errors.ModelError` is raised. The record is returned either way."""
     from vision import quantise as q
 
     if q.is_quantised(model_dir / CLASSIFIER_FILE):
         cfg.log("the classifier is quantised already: kept as it is")
         return None
-    faces = face_sets(shared_data)
+    faces = face_sets(cfg.shared_data)
     calibration = q.labelled_pictures(
         train_photos, cfg.quantise_photos, faces, cfg.quantise_tables, q.CALIBRATION_SEED
     )
@@ -985,12 +989,16 @@ def quantise_model(
     )
     try:
         return q.quantise_classifier(model_dir, calibration, check, log=cfg.log)
-    except q.QuantisationRefused as exc:
-        # hours of training are not thrown away for it: the float classifier stays, and the
-        # manifest says why
-        cfg.log(str(exc))
+    except ModelError as exc:
+        if not keep_float:
+            raise
+        if isinstance(exc, q.QuantisationRefused):
+            reason, figures = str(exc), exc.figures
+        else:
+            reason, figures = f"quantising failed ({exc}): the float classifier is kept", {}
+        cfg.log(reason)
         manifest = json.loads((model_dir / MANIFEST_FILE).read_text())
-        record = {"refused": str(exc), **exc.figures}
+        record = {"refused": reason, **figures}
         manifest.setdefault("training", {})["quantised"] = record
         (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
         return record
