@@ -597,10 +597,11 @@ def group_seat(
     )
     for group in groups:
         cols = _columns(group)
-        found, loose = _parse_row(seat, cols, unit) if _has_played(group) else ([], [])
+        if _has_played(group):
+            found, loose = _parse_row(seat, cols, unit)
+        else:
+            found, loose = [], list(range(len(cols)))
         melds += found
-        if not found:
-            loose = list(range(len(cols)))
         for i in loose:
             for t in cols[i].tiles:
                 if t.read.is_flower:
