@@ -238,6 +238,35 @@ def test_four_open_tiles_do_not_become_a_kong_on_two_runner_ups() -> None:
     assert view.melds == () and view.open_tiles == tuple(parse_tiles("P 5m 6m P"))
 
 
+LONG_SHOTS = (("C", 0.005), ("F", 0.003))  # the recogniser always lists three runner-ups
+
+
+@pytest.mark.parametrize("spec", ["P 5m 5m P", "P P P P"])
+def test_sure_reads_are_not_turned_face_down_on_a_long_shot(spec: str) -> None:
+    # an open hand's 白 read sure, with "back" its third runner-up
+    reads = row(0, spec)
+    for i in (0, 3):
+        reads[i] = _misread(reads[i], "P", 0.99, *LONG_SHOTS, ("back", 0.001))
+    view = group_seat(0, reads)
+    assert view.melds == () and view.open_tiles == tuple(parse_tiles(spec))
+
+
+def test_a_sure_flower_is_not_taken_into_a_meld_on_a_long_shot() -> None:
+    # a claimed 5p and another laid, a sure flower beside them (or the third 5p missed)
+    reads = row(0, "5p/ 5p 1f")
+    reads[2] = _misread(reads[2], "1f", 0.99, ("2f", 0.005), ("3f", 0.003), ("5p", 0.001))
+    view = group_seat(0, reads)
+    assert view.melds == () and view.flowers == tuple(parse_tiles("1f"))
+    assert view.open_tiles == (Tile.P5, Tile.P5)
+
+
+def test_an_unsure_flower_is_not_taken_on_a_faint_runner_up() -> None:
+    reads = row(0, "5p/ 5p 1f")
+    reads[2] = _misread(reads[2], "1f", 0.5, ("2f", 0.3), ("5p", 0.05))
+    view = group_seat(0, reads)
+    assert view.melds == () and view.flowers == tuple(parse_tiles("1f"))
+
+
 def test_a_pungs_tile_read_face_down_is_taken_from_its_runner_up() -> None:
     reads = row(2, "E E/ E")
     reads[2] = _misread(reads[2], "back", 0.5, ("E", 0.45))

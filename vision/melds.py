@@ -361,11 +361,13 @@ def _repair(
     best: tuple[float, list[int], str] | None = None
     for i, t in enumerate(tiles):
         for alt, p in t.read.alternatives:
+            if t.read.is_flower and not _plausible(t.read, p):
+                continue  # a flower is taken for a meld's tile only on a likely runner-up
             trial = [*labels[:i], alt, *labels[i + 1 :]]
             if _valid(kind, trial, source):
                 gain = p / max(t.read.confidence, 1e-6)
                 if best is None or gain > best[0]:
-                    note = f"{t.read.describe()} may be {label_name(alt)}"
+                    note = f"{t.read.describe()} may be {label_name(alt)} ({p:.2f})"
                     best = (gain, trial, note)
     return (best[1], best[2], min(best[0], 1.0)) if best else None
 
@@ -421,11 +423,27 @@ def _segment(seat: int, cols: Sequence[_Column], unit: float) -> _Candidate | No
     return best
 
 
+PLAUSIBLE_RUNNER_UP = 0.1
+"""How likely a runner-up must be for it to stand in for an unsure read that would otherwise
+leave a flower a flower or a face-up tile face up (see :func:`_plausible`)."""
+
+
+def _plausible(read: TileRead, p: float) -> bool:
+    """Whether a runner-up of probability ``p`` may stand in for ``read`` where that changes
+    what the tile is taken for (a flower into a meld's tile, a face-up tile into a kong's
+    back): only for a read unsure enough to be flagged, and a runner-up that is no long shot.
+    The recogniser always lists three runner-ups, so a sure 白 has "back" among them at
+    0.001, and a sure flower some playing tile."""
+    return read.needs_confirmation and p >= PLAUSIBLE_RUNNER_UP
+
+
 def _may_be_played(tiles: Sequence[_Tile]) -> bool:
-    """Whether the one flower read among ``tiles`` has a playing tile as a runner-up (a
-    meld's tile misread as a flower); two flower reads are never one meld's."""
+    """Whether the one flower read among ``tiles`` has a plausible playing tile as a
+    runner-up (a meld's tile misread as a flower); two flower reads are never one meld's."""
     flowers = [t for t in tiles if t.read.is_flower]
-    return len(flowers) == 1 and any(0 <= alt < 34 for alt, _ in flowers[0].read.alternatives)
+    return len(flowers) == 1 and any(
+        0 <= alt < 34 and _plausible(flowers[0].read, p) for alt, p in flowers[0].read.alternatives
+    )
 
 
 def _has_played(group: Sequence[_Tile]) -> bool:
@@ -440,8 +458,9 @@ def _face_down_end(t: _Tile) -> str | None:
     ``None`` if not."""
     if t.label == BACK:
         return ""
-    if any(alt == BACK for alt, _ in t.read.alternatives):
-        return f"{t.read.describe()} may be face down"
+    for alt, p in t.read.alternatives:
+        if alt == BACK and _plausible(t.read, p):
+            return f"{t.read.describe()} may be face down (back {p:.2f})"
     return None
 
 
