@@ -151,3 +151,43 @@ def test_the_committed_classifier_is_int8_and_says_so():
     assert q.is_quantised(DEFAULT_MODEL_DIR / "classifier.onnx")
     record = manifest["training"]["quantised"]
     assert record["int8_accuracy"] >= record["float_accuracy"] - q.MAX_LOSS
+
+
+def test_the_classifier_the_manifest_names_is_the_one_quantised(model):
+    (model / "classifier.onnx").rename(model / "tiles.onnx")
+    manifest = json.loads((model / "model.json").read_text())
+    (model / "model.json").write_text(json.dumps({**manifest, "classifier": "tiles.onnx"}))
+    assert q.classifier_path(model) == model / "tiles.onnx"
+    q.quantise_classifier(model, _tables(1, 5), _tables(1, 6), log=lambda _: None)
+    assert q.is_quantised(model / "tiles.onnx") and not (model / "classifier.onnx").exists()
+    TileRecognizer(model)
+
+
+def test_the_quantised_file_keeps_the_float_files_permissions(model):
+    (model / "classifier.onnx").chmod(0o644)
+    q.quantise_classifier(model, _tables(1, 5), _tables(1, 6), log=lambda _: None)
+    assert (model / "classifier.onnx").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_folder_that_cannot_be_written_is_a_model_error(model, monkeypatch):
+    import tempfile
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    before = _files(model)
+    monkeypatch.setattr(tempfile, "mkstemp", full)
+    with pytest.raises(ModelError, match=r"cannot write the quantised classifier.*No space"):
+        q.quantise_classifier(model, _tables(1, 5), _tables(1, 6), log=lambda _: None)
+    assert _files(model) == before
+
+
+def test_onnxruntimes_own_failures_are_model_errors(model, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL")
+
+    before = _files(model)
+    monkeypatch.setattr(q, "_quantise_file", broken)
+    with pytest.raises(ModelError, match="onnxruntime could not quantise"):
+        q.quantise_classifier(model, _tables(1, 5), _tables(1, 6), log=lambda _: None)
+    assert _files(model) == before

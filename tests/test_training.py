@@ -477,13 +477,14 @@ def test_a_quantisation_that_fails_leaves_the_float_classifier_and_says_why(tmp_
     from vision.quantise import is_quantised
 
     def broken(*args, **kwargs):
-        raise ModelError("no crops to measure")
+        raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(quantise, "quantise_classifier", broken)
     manifest = train(TrainConfig.preset("tiny", None, tmp_path / "m", log=lambda _: None))
     assert not is_quantised(tmp_path / "m" / "classifier.onnx")
     assert manifest["training"]["quantised"] == {
-        "refused": "quantising failed (no crops to measure): the float classifier is kept"
+        "refused": "quantising failed ([Errno 28] No space left on device): the float "
+        "classifier is kept"
     }
 
 
@@ -526,9 +527,12 @@ def test_reusing_a_classifier_trains_only_the_finder(first, tmp_path):
         assert (second / name).read_bytes() == (first / name).read_bytes()
     config = json.loads((second / "model.json").read_text())["training"]["config"]
     assert config["classifier_from"] == str(first) and "finder_from" not in config
-    # a kept int8 classifier is not quantised twice
+    # a kept int8 classifier is not quantised twice, and keeps its record of how it was
     assert is_quantised(second / "classifier.onnx")
     assert any("quantised already: kept" in line for line in logs)
+    record = json.loads((first / "model.json").read_text())["training"]["quantised"]
+    second_record = json.loads((second / "model.json").read_text())["training"]["quantised"]
+    assert second_record == record
     assert any("finder epoch" in line for line in logs)
     assert not any("classifier epoch" in line for line in logs)
     TileRecognizer(second)

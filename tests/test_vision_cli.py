@@ -238,7 +238,9 @@ def test_quantise_makes_a_models_classifier_int8_and_tunes_it_again(tmp_path, sh
     assert "tile_f1_by_reread" in manifest["training"]["validation"]  # tuned again
     # twice is refused; so is a model enrolled on the float classifier
     assert main([*argv, "--quantise", str(model)]) == 3
-    assert "quantised already" in capsys.readouterr().err
+    assert "quantised already (to choose its settings again, use --retune)" in (
+        capsys.readouterr().err
+    )
     enrolled = _float_model(tmp_path / "enrolled")
     np.savez(enrolled / "head.npz", weight=np.zeros((192, 43)), bias=np.zeros(43))
     assert main([*argv, "--quantise", str(enrolled)]) == 3

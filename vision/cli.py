@@ -313,7 +313,10 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
         cfg = TrainConfig.preset("full", data, model_dir, threads=threads, log=log)
         train_photos = load_photos(data / "real-photos", ["train"])
         if quantise_model(model_dir, train_photos, photos, cfg, keep_float=False) is None:
-            raise ModelError(f"the classifier of {model_dir} is quantised already")
+            raise ModelError(
+                f"the classifier of {model_dir} is quantised already (to choose its settings "
+                "again, use --retune)"
+            )
     manifest = tune(model_dir, photos, threads, log, tables)
     keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to", "reread_below")
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))

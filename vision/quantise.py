@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -114,7 +115,7 @@ def quantise_classifier(
     from vision.recognizer import TileRecognizer
 
     rec = TileRecognizer(model_dir, threads=1)
-    path = model_dir / rec._file_name("classifier", "classifier.onnx")
+    path = classifier_path(model_dir, rec)
     if is_quantised(path):
         raise ModelError(f"the classifier {path} is quantised already")
     calib = calibration_crops(rec, calibration)
@@ -124,11 +125,19 @@ def quantise_classifier(
             "quantising needs pictures with tiles in them, to set the ranges on and to check on"
         )
     log(f"quantising {path.name}: ranges from {len(calib)} crops, checked on {len(crops)} tiles")
-    fd, tmp_name = tempfile.mkstemp(prefix=".classifier-int8-", suffix=".onnx", dir=model_dir)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=".classifier-int8-", suffix=".onnx", dir=model_dir)
+    except OSError as exc:
+        raise ModelError(f"cannot write the quantised classifier into {model_dir}: {exc}") from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        _quantise_file(path, tmp, calib)
+        try:
+            _quantise_file(path, tmp, calib)
+        except (OSError, MemoryError):
+            raise
+        except Exception as exc:  # onnxruntime's and onnx's own untyped errors
+            raise ModelError(f"onnxruntime could not quantise {path}: {exc}") from None
         float_read, int8_read = (_labels(p, crops) for p in (path, tmp))
         figures = {
             "calibration_crops": len(calib),
@@ -158,11 +167,22 @@ def quantise_classifier(
         training = manifest.setdefault("training", {})
         training["quantised"] = record
         training.setdefault("validation", {})["classifier_int8_accuracy"] = record["int8_accuracy"]
+        shutil.copymode(path, tmp)  # mkstemp's file is its owner's alone; the table's may not be
         os.replace(tmp, path)
         manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    except OSError as exc:  # a full disk, a folder made read-only: said, not a traceback
+        raise ModelError(f"cannot write the quantised classifier into {model_dir}: {exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
     return record
+
+
+def classifier_path(model_dir: Path, recognizer: Any = None) -> Path:
+    """The classifier file of the model folder ``model_dir``, as its manifest names it."""
+    from vision.recognizer import TileRecognizer
+
+    rec = recognizer or TileRecognizer(model_dir, threads=1)
+    return model_dir / rec._file_name("classifier", "classifier.onnx")
 
 
 def _labelled_crops(

@@ -952,6 +952,11 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
             "validation": {**finder_metrics, **cls_metrics},
         },
     }
+    if cfg.reuse_classifier is not None:
+        # a kept classifier keeps its record of how it was quantised (or why not)
+        kept = json.loads((cfg.reuse_classifier / MANIFEST_FILE).read_text()).get("training", {})
+        if isinstance(kept, dict) and "quantised" in kept:
+            manifest["training"]["quantised"] = kept["quantised"]
     (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     if cfg.quantise:
         quantise_model(cfg.out_dir, train_photos, val_photos, cfg)
@@ -971,25 +976,25 @@ def quantise_model(
     ``cfg.quantise_tables`` rendered tables, the check on the labelled tiles of
     ``check_photos`` (or, with none, of rendered tables of another seed). A classifier
     quantised already is left as it is (None). With ``keep_float`` (a training run: its hours
-    are not thrown away for this) a quantisation that fails or reads worse leaves the float
-    classifier, and the manifest's ``training.quantised`` says why; without it the
-    :class:`~controller.errors.ModelError` is raised. The record is returned either way."""
+    are not thrown away for this) a quantisation that fails for any reason or reads worse
+    leaves the float classifier, and the manifest's ``training.quantised`` says why; without
+    it the error is raised. The record is returned either way."""
     from vision import quantise as q
 
-    if q.is_quantised(model_dir / CLASSIFIER_FILE):
-        cfg.log("the classifier is quantised already: kept as it is")
-        return None
-    faces = face_sets(cfg.shared_data)
-    calibration = q.labelled_pictures(
-        train_photos, cfg.quantise_photos, faces, cfg.quantise_tables, q.CALIBRATION_SEED
-    )
-    tables = 0 if check_photos else max(2, cfg.quantise_tables)
-    check = q.labelled_pictures(
-        check_photos, len(check_photos), faces, tables, q.CALIBRATION_SEED + 1
-    )
     try:
+        if q.is_quantised(q.classifier_path(model_dir)):
+            cfg.log("the classifier is quantised already: kept as it is")
+            return None
+        faces = face_sets(cfg.shared_data)
+        calibration = q.labelled_pictures(
+            train_photos, cfg.quantise_photos, faces, cfg.quantise_tables, q.CALIBRATION_SEED
+        )
+        tables = 0 if check_photos else max(2, cfg.quantise_tables)
+        check = q.labelled_pictures(
+            check_photos, len(check_photos), faces, tables, q.CALIBRATION_SEED + 1
+        )
         return q.quantise_classifier(model_dir, calibration, check, log=cfg.log)
-    except ModelError as exc:
+    except Exception as exc:  # onnxruntime's own errors and MemoryError too: see keep_float
         if not keep_float:
             raise
         if isinstance(exc, q.QuantisationRefused):
