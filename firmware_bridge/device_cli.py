@@ -139,21 +139,18 @@ def _print(args: argparse.Namespace, human: str, **data: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from controller.errors import DeviceError
-    from firmware_bridge.errors import CommandFailed, CommandTimeout
+    from firmware_bridge.errors import BridgeConfigError, CommandFailed, CommandTimeout
     from firmware_bridge.table_device import TableDevice
 
     port, cfg = _port_and_config(args)
-    if args.device_command == "watch" and args.seconds is not None:
-        _check_seconds(args.seconds, "watch --seconds")
-    if args.device_command == "watch" and args.count is not None and args.count < 1:
-        from firmware_bridge.errors import BridgeConfigError
-
-        # 0 would stop before the first event and look like a quiet table
-        raise BridgeConfigError(f"watch --count must be 1 or more, not {args.count}")
+    if args.device_command == "watch":
+        if args.seconds is not None:
+            _check_seconds(args.seconds, "watch --seconds")
+        if args.count is not None and args.count < 1:
+            # 0 would stop before the first event and look like a quiet table
+            raise BridgeConfigError(f"watch --count must be 1 or more, not {args.count}")
     mask = _mask(args.mask) if args.device_command == "lights" else 0
     if args.device_command == "lights" and not 0 <= args.level <= 255:
-        from firmware_bridge.errors import BridgeConfigError
-
         raise BridgeConfigError("lights: level must be 0-255")
     with TableDevice(port, config=cfg) as dev:
         try:

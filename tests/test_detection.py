@@ -92,3 +92,13 @@ def test_box_intersections_agree_with_box_iou_pair_by_pair(a, b):
             expected = box_iou(p, q)
             got = inter[i, j] / union if inter[i, j] > 0 and union > 0 else 0.0
             assert got == pytest.approx(expected)
+
+
+def test_reading_order_keeps_a_row_together_whatever_grid_it_falls_on() -> None:
+    from vision.detection import reading_order
+
+    # (name, v, u): a row straddling v = 10 is one row; 12 past the first one's v is the next
+    items = [("c", 9.0, 3.0), ("a", 11.0, 1.0), ("b", 13.0, 2.0), ("d", 21.5, 0.0)]
+    ordered = reading_order(items, lambda t: t[1], lambda t: t[2], gap=4.0)
+    assert [t[0] for t in ordered] == ["a", "b", "c", "d"]
+    assert reading_order([], lambda t: t, lambda t: t, gap=1.0) == []

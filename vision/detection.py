@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +95,21 @@ class TileDetection:
             ],
             "finder_score": round(float(self.finder_score), 4),
         }
+
+
+def reading_order(
+    items: list[Any], v: Callable[[Any], float], u: Callable[[Any], float], gap: float
+) -> list[Any]:
+    """Row by row along ``v``, each row in order of ``u``: a row is the items whose ``v`` lies
+    within ``gap`` of its first one's, so a row is never split by where it falls on a fixed
+    grid."""
+    rows: list[list[Any]] = []
+    for item in sorted(items, key=v):
+        if rows and v(item) - v(rows[-1][0]) <= gap:
+            rows[-1].append(item)
+        else:
+            rows.append([item])
+    return [item for row in rows for item in sorted(row, key=u)]
 
 
 def is_box(box: Any) -> bool:

@@ -31,6 +31,7 @@ from controller.rules.melds import Meld, MeldKind
 from controller.rules.tiles import Tile
 from vision.calibration import SEATS, Calibration, TableGeometry, apply
 from vision.detection import TileDetection
+from vision.detection import reading_order as _rows
 from vision.labels import BACK, NUM_LABELS, label_name
 
 TOUCH_FRACTION = 0.5
@@ -303,13 +304,7 @@ def reading_order(
 ) -> list[Any]:
     """Row by row from the seat's edge outwards, left to right in each row: a new row starts
     where the distance from the edge jumps by more than half a tile's width."""
-    rows: list[list[Any]] = []
-    for item in sorted(items, key=v):
-        if rows and v(item) - v(rows[-1][0]) <= 0.5 * unit:
-            rows[-1].append(item)
-        else:
-            rows.append([item])
-    return [item for row in rows for item in sorted(row, key=u)]
+    return _rows(items, v, u, 0.5 * unit)
 
 
 def _columns(group: list[_Tile]) -> list[_Column]:
@@ -604,10 +599,11 @@ def group_seat(
     # a flower read with a playing tile as runner-up may be a meld's tile misread (a claimed
     # 5p read as 1f): it goes into the rows with the rest, and back to the flowers unless a
     # meld takes it
-    flowers = [t for t in tiles if t.read.is_flower]
-    maybe = [t for t in flowers if _may_be_played([t])]
-    flowers = [t for t in flowers if t not in maybe]
-    rest = [t for t in tiles if not t.read.is_flower]
+    flowers: list[_Tile] = []
+    maybe: list[_Tile] = []
+    rest: list[_Tile] = []
+    for t in tiles:
+        (rest if not t.read.is_flower else maybe if _may_be_played([t]) else flowers).append(t)
     melds: list[MeldView] = []
     open_tiles: list[_Tile] = []
     groups = _components(rest + maybe, unit)

@@ -78,7 +78,7 @@ def calibration_crops(
         if not boxes:
             boxes = [tuple(map(float, b)) for b in labelled]
         if boxes:
-            batches.append(recognizer._crops(img, boxes))
+            batches.append(recognizer.crops(img, boxes))
     if not batches:
         size = recognizer.crop_size
         return np.zeros((0, size, size, 3), np.uint8)
@@ -115,7 +115,7 @@ def quantise_classifier(
     from vision.recognizer import TileRecognizer
 
     rec = TileRecognizer(model_dir, threads=1)
-    path = classifier_path(model_dir, rec)
+    path = classifier_path(model_dir)
     if is_quantised(path):
         raise ModelError(f"the classifier {path} is quantised already")
     calib = calibration_crops(rec, calibration)
@@ -177,12 +177,12 @@ def quantise_classifier(
     return record
 
 
-def classifier_path(model_dir: Path, recognizer: Any = None) -> Path:
-    """The classifier file of the model folder ``model_dir``, as its manifest names it."""
-    from vision.recognizer import TileRecognizer
+def classifier_path(model_dir: Path) -> Path:
+    """The classifier file of the model folder ``model_dir``, as its manifest names it (read
+    from the manifest alone: no model is loaded for it)."""
+    from vision.recognizer import model_file, read_manifest
 
-    rec = recognizer or TileRecognizer(model_dir, threads=1)
-    return model_dir / rec._file_name("classifier", "classifier.onnx")
+    return model_file(model_dir, read_manifest(model_dir), "classifier", "classifier.onnx")
 
 
 def _labelled_crops(
@@ -191,7 +191,7 @@ def _labelled_crops(
     crops, labels = [], []
     for img, boxes, tile_labels in check:
         if len(boxes):
-            crops.append(recognizer._crops(img, [tuple(map(float, b)) for b in boxes]))
+            crops.append(recognizer.crops(img, [tuple(map(float, b)) for b in boxes]))
             labels.append(np.asarray(tile_labels))
     if not crops:
         size = recognizer.crop_size

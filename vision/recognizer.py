@@ -34,7 +34,7 @@ import numpy as np
 
 from controller.errors import ModelError, VisionError
 from vision.camera import as_bgr as _as_bgr
-from vision.detection import Box, TileDetection, box_intersections, is_box
+from vision.detection import Box, TileDetection, box_intersections, is_box, reading_order
 from vision.labels import BACK, NUM_LABELS
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
@@ -245,21 +245,7 @@ class TileRecognizer:
     # -- loading ------------------------------------------------------------------------------
 
     def _manifest(self) -> dict[str, Any]:
-        path = self.model_dir / "model.json"
-        if not self.model_dir.is_dir():
-            raise ModelError(f"no model folder at {self.model_dir}")
-        if not path.is_file():
-            raise ModelError(f"the model folder {self.model_dir} has no model.json")
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelError(f"the model manifest {path} is unreadable: {exc}") from None
-        if not isinstance(data, dict) or data.get("format") != 1:
-            raise ModelError(f"{path} is not a tile model manifest of format 1")
-        labels = data.get("labels")
-        if labels is not None and (not isinstance(labels, list) or len(labels) != NUM_LABELS):
-            raise ModelError(f"{path}: labels must be a list of the {NUM_LABELS} labels")
-        return data
+        return read_manifest(self.model_dir)
 
     def _setting(self, key: str, default: float) -> float:
         """A number from the manifest; :class:`~controller.errors.ModelError` naming the key
@@ -291,13 +277,7 @@ class TileRecognizer:
         return value
 
     def _file_name(self, key: str, default: str) -> str:
-        value = self.manifest.get(key, default)
-        if not isinstance(value, str) or not value or Path(value).name != value:
-            raise ModelError(
-                f"{self.model_dir / 'model.json'}: {key} must name a file in the model folder, "
-                f"not {value!r}"
-            )
-        return value
+        return model_file(self.model_dir, self.manifest, key, default).name
 
     def _session(self, name: str, threads: int):
         import onnxruntime as ort
@@ -413,7 +393,7 @@ class TileRecognizer:
         off, or ``place`` is false)."""
         if not boxes:
             return np.zeros((0, NUM_LABELS), np.float32), []
-        crops = self._crops(img, boxes)
+        crops = self.crops(img, boxes)
         names = ["logits", "embedding", "box"] if self.refine and place else ["logits", "embedding"]
         probs, placed = self._run_classifier(crops, names)
         unsure = np.flatnonzero(probs.max(axis=1) < self.reread_below)
@@ -456,7 +436,7 @@ class TileRecognizer:
         img = _picture(image)
         if not boxes:
             return np.zeros((0, self._embedding_size), np.float32)
-        crops = self._crops(img, boxes)
+        crops = self.crops(img, boxes)
         x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
         try:
             (emb,) = self._classifier.run(["embedding"], {"crops": x})
@@ -464,7 +444,10 @@ class TileRecognizer:
             raise ModelError(f"the classifier model failed: {exc}") from None
         return emb
 
-    def _crops(self, img: np.ndarray, boxes: list[Box]) -> np.ndarray:
+    def crops(self, img: np.ndarray, boxes: list[Box]) -> np.ndarray:
+        """The classifier's crops (N x S x S x 3 ``uint8``) of the tiles at ``boxes`` in a BGR
+        picture, cut as every reading cuts them; :class:`~controller.errors.VisionError` for
+        a box that is not one."""
         for box in boxes:
             if not is_box(box):
                 raise VisionError(
@@ -534,6 +517,37 @@ class TileRecognizer:
         return _reading_order(out)
 
 
+def read_manifest(model_dir: Path) -> dict[str, Any]:
+    """The manifest (``model.json``) of the model folder ``model_dir``, checked for its
+    format and labels; :class:`~controller.errors.ModelError` when there is none."""
+    path = model_dir / "model.json"
+    if not model_dir.is_dir():
+        raise ModelError(f"no model folder at {model_dir}")
+    if not path.is_file():
+        raise ModelError(f"the model folder {model_dir} has no model.json")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"the model manifest {path} is unreadable: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != 1:
+        raise ModelError(f"{path} is not a tile model manifest of format 1")
+    labels = data.get("labels")
+    if labels is not None and (not isinstance(labels, list) or len(labels) != NUM_LABELS):
+        raise ModelError(f"{path}: labels must be a list of the {NUM_LABELS} labels")
+    return data
+
+
+def model_file(model_dir: Path, manifest: dict[str, Any], key: str, default: str) -> Path:
+    """The file the manifest names under ``key`` (``finder``, ``classifier``), which must lie
+    in the model folder itself."""
+    value = manifest.get(key, default)
+    if not isinstance(value, str) or not value or Path(value).name != value:
+        raise ModelError(
+            f"{model_dir / 'model.json'}: {key} must name a file in the model folder, not {value!r}"
+        )
+    return model_dir / value
+
+
 def _reading_order(tiles: list[TileDetection]) -> list[TileDetection]:
     """Rows top to bottom, each left to right. A row is the tiles whose centres lie within
     0.6 of a tile's height below its topmost one, so a row is never split by where it falls
@@ -541,15 +555,7 @@ def _reading_order(tiles: list[TileDetection]) -> list[TileDetection]:
     if not tiles:
         return []
     band = max(8.0, 0.6 * float(np.median([d.box[3] for d in tiles])))
-    by_height = sorted(tiles, key=lambda d: d.centre[1])
-    rows: list[list[TileDetection]] = []
-    top = -math.inf
-    for d in by_height:
-        if d.centre[1] - top > band:
-            rows.append([])
-            top = d.centre[1]
-        rows[-1].append(d)
-    return [d for row in rows for d in sorted(row, key=lambda d: d.centre[0])]
+    return reading_order(tiles, lambda d: d.centre[1], lambda d: d.centre[0], band)
 
 
 def refine_box(box: Box, out: np.ndarray, margin: float) -> Box:

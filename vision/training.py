@@ -888,6 +888,12 @@ def _check_folders(cfg: TrainConfig) -> None:
 
 
 def _train_into(cfg: TrainConfig) -> dict[str, Any]:
+    # the training record of each part kept from another model, read once
+    kept = {
+        part: _kept_training(src)
+        for part, src in (("finder", cfg.reuse_finder), ("classifier", cfg.reuse_classifier))
+        if src is not None
+    }
     rng = np.random.default_rng(cfg.seed)
     t0 = time.time()
 
@@ -923,13 +929,19 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
     else:
         classifier = None
         cls_metrics = _reuse(
-            cfg.reuse_classifier, cfg.out_dir, "classifier", (CLASSIFIER_FILE, "base_head.npz")
+            cfg.reuse_classifier,
+            cfg.out_dir,
+            "classifier",
+            (CLASSIFIER_FILE, "base_head.npz"),
+            kept["classifier"],
         )
     if cfg.reuse_finder is None:
         finder_metrics = _validate_finder(finder, val_photos, cfg)
     else:
         finder = None
-        finder_metrics = _reuse(cfg.reuse_finder, cfg.out_dir, "finder", (FINDER_FILE,))
+        finder_metrics = _reuse(
+            cfg.reuse_finder, cfg.out_dir, "finder", (FINDER_FILE,), kept["finder"]
+        )
 
     export_onnx(None, classifier, cfg.out_dir)  # the finder went out when it was trained
     manifest = {
@@ -945,18 +957,16 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
         "back_threshold": 0.85,
         "labels": list(LABEL_NAMES),
         "training": {
-            "config": _config_record(cfg),
+            "config": _config_record(cfg, kept),
             "real_train_photos": len(train_photos),
             "real_validation_photos": len(val_photos),
             "seconds": round(time.time() - t0),
             "validation": {**finder_metrics, **cls_metrics},
         },
     }
-    if cfg.reuse_classifier is not None:
+    if "quantised" in kept.get("classifier", {}):
         # a kept classifier keeps its record of how it was quantised (or why not)
-        kept = json.loads((cfg.reuse_classifier / MANIFEST_FILE).read_text()).get("training", {})
-        if isinstance(kept, dict) and "quantised" in kept:
-            manifest["training"]["quantised"] = kept["quantised"]
+        manifest["training"]["quantised"] = kept["classifier"]["quantised"]
     (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     if cfg.quantise:
         quantise_model(cfg.out_dir, train_photos, val_photos, cfg)
@@ -1035,10 +1045,11 @@ CLASSIFIER_SETTINGS = (
 """The :class:`TrainConfig` fields that shape only the classifier."""
 
 
-def _config_record(cfg: TrainConfig) -> dict[str, Any]:
+def _config_record(cfg: TrainConfig, kept: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The training configuration for the manifest. A part kept from another model is
-    described by that model's own settings (its manifest's), not by this run's, which did not
-    train it; ``finder_from`` / ``classifier_from`` name the folder it came from."""
+    described by that model's own settings (``kept``: its manifest's training record), not by
+    this run's, which did not train it; ``finder_from`` / ``classifier_from`` name the folder
+    it came from."""
     out = {
         k: (str(v) if isinstance(v, Path) else v)
         for k, v in asdict(cfg).items()
@@ -1050,22 +1061,29 @@ def _config_record(cfg: TrainConfig) -> dict[str, Any]:
     ):
         if src is None:
             continue
-        old = json.loads((Path(src) / MANIFEST_FILE).read_text()).get("training", {})
-        old_config = old.get("config", {}) if isinstance(old, dict) else {}
+        old_config = kept[part].get("config", {})
         for k in keys:
             out[k] = old_config.get(k)  # None: the kept model's manifest does not say
         out[f"{part}_from"] = str(src)
     return out
 
 
-def _reuse(src: Path, out_dir: Path, part: str, files: tuple[str, ...]) -> dict[str, Any]:
+def _kept_training(src: Path) -> dict[str, Any]:
+    """The training record (``training`` in ``model.json``) of a model a part is kept from."""
+    old = json.loads((Path(src) / MANIFEST_FILE).read_text()).get("training", {})
+    return old if isinstance(old, dict) else {}
+
+
+def _reuse(
+    src: Path, out_dir: Path, part: str, files: tuple[str, ...], training: dict[str, Any]
+) -> dict[str, Any]:
     """Copy a kept part's ``files`` from the model folder ``src`` into ``out_dir`` and return
-    that part's validation figures from its manifest (the keys starting with ``part``)."""
-    old = json.loads((src / MANIFEST_FILE).read_text())
+    that part's validation figures from its training record (the keys starting with
+    ``part``)."""
     if src.resolve() != out_dir.resolve():
         for name in files:
             shutil.copy2(src / name, out_dir / name)
-    return {k: v for k, v in old["training"]["validation"].items() if k.startswith(part)}
+    return {k: v for k, v in training["validation"].items() if k.startswith(part)}
 
 
 THRESHOLDS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
