@@ -18,6 +18,7 @@ vanish and come back, to exercise the product's handling of a lost camera.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,36 @@ from vision.table_scene import TableFrame, TableLayout, TableScene
 
 DEFAULT_FAULTS: dict[str, float] = {"noise": 2.0, "blur": 0.5, "gradient": 0.15}
 """A decent camera's picture: a little sensor noise and softness, light falling off a bit."""
+
+
+MAX_TILT = 60.0
+"""The most the simulated camera may lean (degrees): more and the table leaves the picture."""
+
+
+def _number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _check_fault(name: str, value: Any) -> None:
+    """A picture fault's value as the renderer takes it, or :class:`CameraError`."""
+    if name == "colour":
+        ok = (
+            isinstance(value, tuple | list)
+            and len(value) == 3
+            and all(_number(v) and v >= 0 for v in value)
+        )
+        if not ok:
+            raise CameraError(
+                f"the simulated camera's colour is three numbers 0 or more (a BGR white "
+                f"balance), not {value!r}"
+            )
+    elif name == "jpeg":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+            raise CameraError(
+                f"the simulated camera's jpeg is a quality from 1 to 100 (0: none), not {value!r}"
+            )
+    elif not _number(value) or value < 0:
+        raise CameraError(f"the simulated camera's {name} is a number 0 or more, not {value!r}")
 
 
 class SimCamera(CameraSource):
@@ -57,14 +88,28 @@ class SimCamera(CameraSource):
         layout: TableLayout | None = None,
     ) -> None:
         super().__init__("simulated camera")
-        width, height = size
+        try:
+            width, height = size
+        except (TypeError, ValueError):
+            raise CameraError(
+                f"the simulated camera's size is (width, height), not {size!r}"
+            ) from None
         if not (isinstance(width, int) and isinstance(height, int) and min(width, height) >= 16):
             raise CameraError(
                 "the simulated camera's size is two whole numbers of pixels, 16 or more, "
                 f"not {size}"
             )
-        if not zoom > 0:
-            raise CameraError(f"the simulated camera's zoom must be above 0, not {zoom}")
+        for name, value, low, high in (
+            ("tilt", tilt, -MAX_TILT, MAX_TILT),
+            ("turn", turn, -math.inf, math.inf),
+            ("zoom", zoom, 0.0, math.inf),
+        ):
+            if not _number(value) or not low <= value <= high or (name == "zoom" and not value):
+                what = {"tilt": f"from {-MAX_TILT:g} to {MAX_TILT:g} degrees", "turn": "of degrees"}
+                raise CameraError(
+                    f"the simulated camera's {name} must be a number "
+                    f"{what.get(name, 'above 0')}, not {value!r}"
+                )
         faults = DEFAULT_FAULTS if faults is None else faults
         known = {f.name for f in dataclasses.fields(Camera)} - {"size", "homography", "view"}
         unknown = sorted(set(faults) - known)
@@ -73,6 +118,10 @@ class SimCamera(CameraSource):
                 f"the simulated camera has no fault {', '.join(map(repr, unknown))}; it has "
                 f"{', '.join(sorted(known))}"
             )
+        for name, value in faults.items():
+            _check_fault(name, value)
+        if layout is not None and not isinstance(layout, TableLayout):
+            raise CameraError("the simulated camera shows a TableLayout")
         self.scene = scene or TableScene(seed=seed)
         self.seed = int(seed)
         self.view: Camera = self.scene.camera(size, tilt=tilt, turn=turn, zoom=zoom, **faults)

@@ -6,6 +6,7 @@ import importlib.machinery
 import struct
 import sys
 import types
+import zlib
 from pathlib import Path
 
 import cv2
@@ -345,3 +346,154 @@ def test_picamera_missing_camera_number(fake_picamera2: type[_FakeLibcamera]) ->
 def test_a_source_is_one_interface() -> None:
     for cls in (OpenCVCamera, PicameraSource, ImageFilesCamera, ImageFolderCamera):
         assert issubclass(cls, CameraSource)
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG file whose header claims ``width`` x ``height`` pixels, with almost no data."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        return struct.pack(">I", len(data)) + kind + data + crc
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_an_image_claiming_more_pixels_than_opencv_decodes_is_a_camera_error(
+    tmp_path: Path,
+) -> None:
+    # OpenCV raises (rather than returns None) past its pixel limit: a folder being watched
+    # must skip the file, not end
+    cv2.imwrite(str(tmp_path / "0.png"), _solid(10))
+    (tmp_path / "1.png").write_bytes(_png_claiming(60000, 60000))
+    cv2.imwrite(str(tmp_path / "2.png"), _solid(200))
+    with pytest.raises(CameraError, match=r"1\.png cannot be decoded"):
+        read_image(tmp_path / "1.png")
+    cam = ImageFolderCamera(tmp_path)
+    assert cam.read().source.endswith("0.png")
+    with pytest.raises(CameraError, match=r"1\.png"):
+        cam.read()
+    assert cam.read().source.endswith("2.png")
+
+
+def test_a_folder_this_user_may_not_enter_is_a_camera_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pathlib raises PermissionError, rather than answering False, for a closed folder (the
+    # tests run as root, where nothing is closed, so the refusal is staged)
+    closed = tmp_path / "closed"
+    closed.mkdir()
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> bool:
+        if closed in (self, *self.parents):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, *args, **kwargs)
+
+    real_stat = Path.stat
+    monkeypatch.setattr(Path, "stat", refuse)
+    with pytest.raises(CameraError, match="Permission denied"):
+        read_image(closed / "a.png")
+    with pytest.raises(CameraError, match="Permission denied"):
+        open_camera(str(closed / "a.png"))
+    with pytest.raises(CameraError, match=r"cannot list image folder .*Permission denied"):
+        ImageFolderCamera(closed).read()
+
+
+def test_a_backend_that_cannot_take_timeouts_is_opened_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OpenCV's V4L2 backend (every USB camera) refuses to open when handed the stream
+    # timeouts; a camera must still open
+    video = tmp_path / "clip.avi"
+    _write_video(video, 2)
+    real = cv2.VideoCapture
+    asked: list[list[int]] = []
+
+    def v4l2_like(src: object, api: int, params: list[int]) -> object:
+        asked.append(list(params))
+        return real(str(tmp_path / "nothing.avi")) if params else real(str(src), api)
+
+    monkeypatch.setattr(cv2, "VideoCapture", v4l2_like)
+    frame = OpenCVCamera(video).read()
+    assert frame.image.shape == (64, 96, 3)
+    assert asked[0] and asked[1] == []  # the timeouts first, then without
+
+
+def test_a_recording_whose_decoder_throws_goes_on_and_is_not_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    video = tmp_path / "match.avi"
+    _write_video(video, 4)
+    real = cv2.VideoCapture
+
+    class ThrowsOnThird:
+        def __init__(self, *args: object) -> None:
+            self.cap, self.reads = real(*args), 0
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.cap, name)
+
+        def read(self) -> tuple[bool, np.ndarray]:
+            self.reads += 1
+            if self.reads == 3:
+                raise cv2.error("decoder failed")
+            return self.cap.read()
+
+    monkeypatch.setattr(cv2, "VideoCapture", ThrowsOnThird)
+    cam = OpenCVCamera(video)
+    assert not cam.live
+    seen: list[object] = []
+    for _ in range(6):
+        try:
+            seen.append(round((int(cam.read().image[5, 5, 1]) - 20) / 40))  # its frame number
+        except EndOfStream:
+            seen.append("end")
+        except CameraLost:
+            seen.append("lost")  # would reopen the file at its start
+        except CameraError:
+            seen.append("bad frame")
+    assert seen[:3] == [0, 1, "bad frame"] and "lost" not in seen
+    assert seen[-1] == "end" and 0 not in seen[3:]
+
+
+def test_picamera2_that_is_found_but_cannot_be_imported_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pip's picamera2 in a venv without --system-site-packages: found, but libcamera is not
+    spec = importlib.machinery.ModuleSpec("picamera2", loader=None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: spec)
+
+    def no_libcamera(name: str) -> types.ModuleType:
+        raise ModuleNotFoundError("No module named 'libcamera'")
+
+    monkeypatch.setattr(importlib, "import_module", no_libcamera)
+    with pytest.raises(CameraError, match=r"libcamera.*system-site-packages"):
+        PicameraSource().read()
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda: OpenCVCamera(0, timeout_s=float("inf")), "timeout is a number of seconds"),
+        (lambda: OpenCVCamera(0, timeout_s=float("nan")), "timeout is a number of seconds"),
+        (lambda: OpenCVCamera(0, timeout_s=1e9), "timeout is a number of seconds"),
+        (lambda: OpenCVCamera(0, width=float("inf")), "width is a number above 0"),
+        (lambda: open_camera("0", size=(1280,)), r"size is \(width, height\)"),
+        (lambda: open_camera("0", size=1280), r"size is \(width, height\)"),  # type: ignore[arg-type]
+        (lambda: open_camera("0", size=(1280.5, 960)), "two whole numbers"),
+        (lambda: ImageFilesCamera("shot.png"), "a list of image paths, not one path"),  # type: ignore[arg-type]
+    ],
+)
+def test_camera_settings_that_cannot_work_are_refused_up_front(make, said) -> None:
+    with pytest.raises(CameraError, match=said):
+        make()
+
+
+def test_a_big_endian_16_bit_picture_is_read_as_16_bit() -> None:
+    grey = np.full((10, 12), 0x8040, dtype=">u2")
+    assert as_bgr(grey).shape == (10, 12, 3) and int(as_bgr(grey)[0, 0, 0]) == 0x80

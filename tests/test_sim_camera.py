@@ -96,8 +96,20 @@ def test_another_mounting_and_clean_picture() -> None:
     [
         ({"size": (0, 0)}, "size is two whole numbers"),
         ({"size": (-5, 10)}, "size is two whole numbers"),
-        ({"zoom": 0.0}, "zoom must be above 0"),
+        ({"size": (640, 480, 3)}, r"size is \(width, height\)"),
+        ({"size": None}, r"size is \(width, height\)"),
+        ({"zoom": 0.0}, "zoom must be a number above 0"),
+        ({"zoom": float("inf")}, "zoom must be a number above 0"),
+        ({"tilt": float("nan")}, "tilt must be a number from -60 to 60"),
+        ({"tilt": float("inf")}, "tilt must be a number from -60 to 60"),
+        ({"turn": float("nan")}, "turn must be a number of degrees"),
         ({"faults": {"nosie": 2.0}}, "no fault 'nosie'"),
+        ({"faults": {"noise": "lots"}}, "noise is a number 0 or more"),
+        ({"faults": {"noise": -5.0}}, "noise is a number 0 or more"),
+        ({"faults": {"blur": float("nan")}}, "blur is a number 0 or more"),
+        ({"faults": {"jpeg": 500}}, "jpeg is a quality from 1 to 100"),
+        ({"faults": {"colour": (1.0, 1.0)}}, "colour is three numbers"),
+        ({"layout": "EEE"}, "shows a TableLayout"),
     ],
 )
 def test_settings_it_cannot_show_are_camera_errors(settings, said) -> None:

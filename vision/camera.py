@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import os
 import stat
 import time
@@ -88,8 +89,10 @@ def as_bgr(image: Any, what: str = "the picture", min_side: int = 8) -> np.ndarr
     if image.size == 0:
         raise CameraError(f"{what} is empty (shape {image.shape})")
     if image.dtype != np.uint8:
-        if image.dtype == np.uint16:  # 16-bit PNG or TIFF
-            image = (image >> 8).astype(np.uint8)
+        if (
+            image.dtype.kind == "u" and image.dtype.itemsize == 2
+        ):  # 16-bit PNG or TIFF, any byte order
+            image = (image.astype(np.uint16) >> 8).astype(np.uint8)
         else:
             raise CameraError(
                 f"{what} has {image.dtype} pixels; expected 8-bit (or 16-bit) colour, as uint8"
@@ -117,13 +120,14 @@ def read_image(path: str | os.PathLike[str]) -> np.ndarray:
     import cv2
 
     p = Path(path)
-    if not p.exists():
-        raise CameraError(f"image {p} does not exist")
-    if p.is_dir():
-        raise CameraError(f"{p} is a folder, not an image file")
-    if not p.is_file():
-        raise CameraError(f"{p} is not a file")
     try:
+        # pathlib raises, rather than answers False, where a folder on the way is closed to us
+        if not p.exists():
+            raise CameraError(f"image {p} does not exist")
+        if p.is_dir():
+            raise CameraError(f"{p} is a folder, not an image file")
+        if not p.is_file():
+            raise CameraError(f"{p} is not a file")
         data = np.fromfile(p, dtype=np.uint8)
     except OSError as exc:
         raise CameraError(f"cannot read image {p}: {exc.strerror or exc}") from None
@@ -131,13 +135,31 @@ def read_image(path: str | os.PathLike[str]) -> np.ndarray:
     # ANYCOLOR|ANYDEPTH keeps grey and 16-bit pictures and, unlike UNCHANGED, honours EXIF
     # orientation.
     flags = cv2.IMREAD_ANYCOLOR | cv2.IMREAD_ANYDEPTH
-    image = cv2.imdecode(data, flags) if data.size else None
+    try:
+        image = cv2.imdecode(data, flags) if data.size else None
+    except cv2.error as exc:  # a header claiming more pixels than OpenCV will decode, say
+        raise CameraError(f"{p} cannot be decoded: {_cv_message(exc)}") from None
     if image is None:
         raise CameraError(
             f"{p} is not a readable image (empty, truncated or not a JPEG, PNG, BMP, TIFF"
             " or WebP file)"
         )
     return as_bgr(image, f"image {p}")
+
+
+def _cv_message(exc: Exception) -> str:
+    """OpenCV's own message, without the source file and line it prefixes."""
+    text = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    return text.split(" error: ", 1)[-1]
+
+
+def _positive_number(value: Any) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
 class CameraSource(ABC):
@@ -251,12 +273,16 @@ class OpenCVCamera(CameraSource):
         self.source: int | str = source if isinstance(source, int) else os.fspath(source)
         for name, value in (("width", width), ("height", height), ("fps", fps)):
             # OpenCV's set() raises its own TypeError for "640", after the camera is open
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
-            ):
+            if value is not None and not _positive_number(value):
                 raise CameraError(f"a camera's {name} is a number above 0, not {value!r}")
+        # OpenCV takes the timeouts as a C int of milliseconds
+        if not _positive_number(timeout_s) or timeout_s * 1000 >= 2**31:
+            raise CameraError(
+                f"a camera's timeout is a number of seconds above 0 (and below 2**31 ms), "
+                f"not {timeout_s!r}"
+            )
         self.width, self.height, self.fps = width, height, fps
-        self.timeout_s = timeout_s
+        self.timeout_s = float(timeout_s)
         if live is None:
             live = not (isinstance(self.source, str) and _is_regular_file(self.source))
         self.live = live
@@ -272,14 +298,16 @@ class OpenCVCamera(CameraSource):
         if isinstance(src, str) and "://" not in src and not os.path.exists(src):
             raise CameraError(f"{src} does not exist (no such camera device or video file)")
         params: list[int] = []
-        timeout_ms = int(self.timeout_s * 1000)
+        timeout_ms = max(1, int(self.timeout_s * 1000))
         for prop in ("CAP_PROP_OPEN_TIMEOUT_MSEC", "CAP_PROP_READ_TIMEOUT_MSEC"):
             if hasattr(cv2, prop):  # honoured by the stream backends; a frozen URL cannot hang us
                 params += [getattr(cv2, prop), timeout_ms]
-        try:
-            cap = cv2.VideoCapture(src, cv2.CAP_ANY, params)
-        except cv2.error as exc:  # OpenCV refuses some sources outright rather than failing
-            raise CameraError(f"{self.name}: {exc}") from None
+        cap = self._capture(src, params)
+        if not cap.isOpened() and params:
+            # a backend that cannot set a timeout (V4L2 for USB cameras) refuses to open when
+            # given one, and CAP_ANY then drops it: open again without the timeouts
+            cap.release()
+            cap = self._capture(src, [])
         if not cap.isOpened():
             cap.release()
             raise CameraError(self._open_failure())
@@ -291,6 +319,14 @@ class OpenCVCamera(CameraSource):
             if self.fps:
                 cap.set(cv2.CAP_PROP_FPS, self.fps)
         self._cap = cap
+
+    def _capture(self, src: int | str, params: list[int]) -> Any:
+        import cv2
+
+        try:
+            return cv2.VideoCapture(src, cv2.CAP_ANY, params)
+        except cv2.error as exc:  # OpenCV refuses some sources outright rather than failing
+            raise CameraError(f"{self.name}: {_cv_message(exc)}") from None
 
     def _open_failure(self) -> str:
         src = self.source
@@ -312,6 +348,9 @@ class OpenCVCamera(CameraSource):
         try:
             ok, image = self._cap.read()
         except Exception as exc:  # a backend that throws on a vanished device
+            if not self.live:
+                # a file is not reopened: that would play it again from the start, forever
+                raise CameraError(f"{self.name}: cannot read the next frame ({exc})") from None
             raise CameraLost(f"{self.name} stopped delivering frames ({exc})") from None
         if ok and image is not None:
             return image
@@ -342,13 +381,22 @@ class PicameraSource(CameraSource):
                 "'sudo apt install python3-picamera2' and create the virtual environment with "
                 "--system-site-packages (USB cameras work without it: use a camera index)"
             )
+        if isinstance(camera_num, bool) or not isinstance(camera_num, int) or camera_num < 0:
+            raise CameraError(f"a Picamera2 camera number is 0 or more, not {camera_num!r}")
         super().__init__(f"picamera {camera_num}")
         self.camera_num = camera_num
-        self.size = (int(size[0]), int(size[1]))
+        self.size = _size_pair(size, "a Picamera2 frame size")
         self._cam: Any = None
 
     def _open(self) -> None:
-        picamera2 = importlib.import_module("picamera2")
+        try:
+            picamera2 = importlib.import_module("picamera2")
+        except ImportError as exc:  # found, but its libcamera bindings are not on the path
+            raise CameraError(
+                f"Picamera2 cannot be imported ({exc}): install it with 'sudo apt install "
+                "python3-picamera2' and create the virtual environment with "
+                "--system-site-packages (pip cannot install libcamera)"
+            ) from None
         try:
             cam = picamera2.Picamera2(self.camera_num)
         except Exception as exc:  # libcamera reports a missing camera in several ways
@@ -401,6 +449,9 @@ class ImageFilesCamera(CameraSource):
         loop: bool = False,
         name: str | None = None,
     ) -> None:
+        if isinstance(paths, str | bytes | os.PathLike):
+            # a lone path is a sequence of its characters: one image would become many
+            raise CameraError(f"give a list of image paths, not one path ({paths!r})")
         self.paths = [Path(p) for p in paths]
         self.loop = loop
         super().__init__(name or (str(self.paths[0]) if len(self.paths) == 1 else "images"))
@@ -436,11 +487,18 @@ class ImageFolderCamera(ImageFilesCamera):
         super().__init__([], loop=loop, name=str(self.folder))
 
     def _open(self) -> None:
-        if not self.folder.is_dir():
-            raise CameraError(f"image folder {self.folder} does not exist")
-        self.paths = sorted(
-            p for p in self.folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()
-        )
+        try:
+            if not self.folder.is_dir():
+                raise CameraError(f"image folder {self.folder} does not exist")
+            self.paths = sorted(
+                p
+                for p in self.folder.iterdir()
+                if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()
+            )
+        except OSError as exc:
+            raise CameraError(
+                f"cannot list image folder {self.folder}: {exc.strerror or exc}"
+            ) from None
         if not self.paths:
             kinds = ", ".join(sorted(IMAGE_SUFFIXES))
             raise CameraError(f"image folder {self.folder} holds no images ({kinds})")
@@ -462,7 +520,7 @@ def open_camera(spec: str | int, *, size: tuple[int, int] | None = None) -> Came
     images, an image file, or a video file. ``size`` is the ``(width, height)`` to ask live
     cameras for. The source is returned unopened; its first :meth:`~CameraSource.read` opens it.
     """
-    width, height = size if size else (None, None)
+    width, height = _size_pair(size, "the camera size") if size is not None else (None, None)
     if isinstance(spec, int) and not isinstance(spec, bool):
         return OpenCVCamera(spec, width=width, height=height)
     if not isinstance(spec, str) or not spec.strip():
@@ -480,12 +538,28 @@ def open_camera(spec: str | int, *, size: tuple[int, int] | None = None) -> Came
     if "://" in text:
         return OpenCVCamera(text, width=width, height=height)
     path = Path(text).expanduser()
-    if path.is_dir():
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except OSError as exc:  # a folder on the way that this user may not enter
+        raise CameraError(f"cannot look at {text}: {exc.strerror or exc}") from None
+    if is_dir:
         return ImageFolderCamera(path)
-    if not path.exists():
+    if not exists:
         raise CameraError(
             f"{text} is neither a camera index, a device, a URL, nor an existing file or folder"
         )
     if path.suffix.lower() in IMAGE_SUFFIXES:
         return ImageFilesCamera([path])
     return OpenCVCamera(str(path), width=width, height=height)
+
+
+def _size_pair(size: Any, what: str) -> tuple[int, int]:
+    """``(width, height)`` as two whole numbers above 0, or :class:`CameraError`."""
+    try:
+        w, h = size
+    except (TypeError, ValueError):
+        raise CameraError(f"{what} is (width, height), not {size!r}") from None
+    for v in (w, h):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 < v < 2**16:
+            raise CameraError(f"{what} is two whole numbers of pixels above 0, not {size!r}")
+    return int(w), int(h)
