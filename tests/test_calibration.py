@@ -149,10 +149,38 @@ def test_a_mirrored_view_is_refused(scene: TableScene) -> None:
         calibrate_manual(corners[[0, 3, 2, 1]], (1280, 960))
 
 
-def test_wrong_marker_size_is_a_poor_fit(scene: TableScene) -> None:
+def test_wrong_marker_size_is_refused(scene: TableScene) -> None:
     frame = scene.render(TableLayout(), scene.camera())
-    with pytest.raises(CalibrationError, match="misfit"):
+    with pytest.raises(CalibrationError, match=r"measure 50 mm across .* not the 35 mm given"):
         calibrate_from_markers(frame.image, TableGeometry(marker_mm=35.0))
+
+
+@pytest.mark.parametrize("side_mm", [820.0, 1000.0])
+def test_a_wrong_table_size_is_refused(scene: TableScene, side_mm: float) -> None:
+    # the markers' centres fit any table size exactly, and the corners within 4 mm: only the
+    # markers' own size shows the whole plane would be scaled, every tile with it
+    frame = scene.render(TableLayout(), scene.camera(tilt=8))
+    with pytest.raises(CalibrationError, match=r"table would be about (8[89]|9[01])\d mm"):
+        calibrate_from_markers(frame.image, TableGeometry(side_mm=side_mm))
+
+
+def test_a_spare_copy_of_a_corner_marker_is_refused() -> None:
+    # which copy lies at the corner cannot be told; taking the larger gave seats wrong by 15 cm
+    img = np.full((300, 700, 3), 120, np.uint8)
+    img[50:250, 50:250] = marker_image(0, 200)
+    img[50:250, 450:650] = marker_image(0, 200)
+    with pytest.raises(CalibrationError, match=r"marker 0 is seen twice.*spare copy"):
+        find_markers(img)
+    img[50:250, 450:650] = marker_image(7, 200)  # not one of the table's: ignored
+    img[50:250, 250:450] = marker_image(7, 200)
+    assert sorted(find_markers(img)) == [0, 7]
+
+
+def test_markers_swapped_across_the_table_are_named(scene: TableScene) -> None:
+    truth = scene.true_calibration(scene.camera())
+    corners = truth.to_image([GEOMETRY.table_corner(k) for k in MARKER_IDS])
+    with pytest.raises(CalibrationError, match=r"0 and 2, or 1\s+and 3"):
+        calibrate_manual(corners[[2, 1, 0, 3]], (1280, 960))
 
 
 def test_manual_corners_calibrate(scene: TableScene) -> None:
@@ -232,6 +260,13 @@ def test_edited_zones_are_honoured(tmp_path: Path) -> None:
             ' "homography": [[1, 0, 0], [0, 1, 0], [0, 0, 1]], "points": [[0, 0]]}',
             "damaged",
         ),
+        (
+            '{"format": "mahjong-table calibration", "version": 1, "image_size": [1e400, 480],'
+            ' "homography": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}',
+            "damaged",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "not a calibration file"),
+        ('{"n": ' + "9" * 5000 + "}", "not a calibration file"),
     ],
 )
 def test_bad_calibration_files_say_what_is_wrong(
@@ -241,6 +276,68 @@ def test_bad_calibration_files_say_what_is_wrong(
     path.write_text(content)
     with pytest.raises(CalibrationError, match=message):
         load_calibration(path)
+
+
+@pytest.mark.parametrize(
+    ("seats", "message"),
+    [
+        ([1, 2, 3, 4], "seat is 0, 1, 2 or 3, not 4"),
+        ([0, 1, 1, 3], "two zones are given for seat 1"),
+        ([0, 1, 2], "no zone is given for seat 3"),
+        ([0, 1, 2, "3"], "seat is 0, 1, 2 or 3, not '3'"),
+        ([0, 1, 2, 1e400], "not inf"),
+    ],
+)
+def test_zones_are_put_at_the_seats_they_name(
+    tmp_path: Path, seats: list[object], message: str
+) -> None:
+    data = Calibration(np.eye(3), (900, 900)).to_json()
+    zones = data["zones"]
+    data["zones"] = [dict(zones[k % 4], seat=seat) for k, seat in enumerate(seats)]
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data).replace("Infinity", "1e400"))
+    with pytest.raises(CalibrationError, match=message):
+        load_calibration(path)
+    # listed in another order, each zone still belongs to the seat it names
+    data["zones"] = list(reversed(zones))
+    path.write_text(json.dumps(data))
+    back = load_calibration(path)
+    assert back.seat_of((450, 850)) == 0 and back.seat_of((50, 450)) == 3
+
+
+def test_a_failed_save_leaves_nothing_behind(tmp_path: Path) -> None:
+    cal = Calibration(np.eye(3), (900, 900))
+    (tmp_path / "calib").mkdir()
+    with pytest.raises(CalibrationError, match="cannot write"):
+        cal.save(tmp_path / "calib")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calib"]
+    saved = cal.save(tmp_path / "ok.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calib", "ok.json"]
+    assert saved.stat().st_mode & 0o644 == 0o644  # a table service's other user can read it
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda cal: cal.homography_for((640, 0)),
+        lambda cal: cal.to_plane([[1.0, 2.0]], (640.5, 480)),
+        lambda cal: cal.plane_image(np.zeros((480, 640, 3), np.uint8), px_per_mm=0),
+        lambda cal: cal.plane_image(np.zeros((480, 640, 3), np.uint8), px_per_mm=1e-4),
+        lambda cal: cal.seat_image(np.zeros((480, 640, 3), np.uint8), 0, px_per_mm=0),
+        lambda cal: calibrate_manual([(0, 0), (9, 0), (9, 9), (0, 9)], None),
+        lambda cal: calibrate_manual([(0, 0), (9, 0), (9, 9), (0, 9)], (1280,)),
+        lambda cal: calibrate_manual([(0, 0), (9, 0), (9, 9), (0, 9)], (np.nan, np.nan)),
+        lambda cal: marker_sheet(dpi=0),
+    ],
+)
+def test_settings_that_make_no_picture_are_calibration_errors(call) -> None:
+    with pytest.raises(CalibrationError):
+        call(Calibration(np.eye(3), (640, 480)))
+
+
+def test_calibrations_compare_by_identity() -> None:
+    a, b = Calibration(np.eye(3), (640, 480)), Calibration(np.eye(3), (640, 480))
+    assert a == a and a != b and len({a, b}) == 2
 
 
 def test_missing_calibration_says_to_calibrate(tmp_path: Path) -> None:
@@ -307,6 +404,13 @@ def test_marker_sheet_prints_the_four_markers_at_size() -> None:
     assert sorted(found) == [0, 1, 2, 3]
     side_px = np.linalg.norm(found[2][0] - found[2][1])
     assert abs(side_px - 50 * 200 / 25.4) < 6  # 50 mm at 200 dpi, to a cell's rounding
+
+
+def test_the_marker_sheet_keeps_its_text_on_the_page() -> None:
+    dpi = 100
+    page = marker_sheet(TableGeometry(marker_mm=80.0, marker_inset_mm=60.0), dpi=dpi)
+    margin = round(9 * dpi / 25.4)  # printers leave the outer few millimetres blank
+    assert page[:, :margin].min() == 255 and page[:, -margin:].min() == 255
 
 
 def test_marker_image_is_found() -> None:

@@ -151,7 +151,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
     if args.check:
         return _check(args, size)
 
-    image, calibration = _calibrate(args, geometry, size, corners)
+    try:
+        image, calibration = _calibrate(args, geometry, size, corners)
+    except _CornersRefused as exc:  # the corners typed are wrong, not the camera
+        print(f"mahjong-table calibrate: --corners: {exc}", file=sys.stderr)
+        return EXIT_INPUT
     if args.preview:
         _write(args.preview, preview(image, calibration))
     calibration.save(args.out)
@@ -200,7 +204,10 @@ def _calibrate(
             _write(args.save_frame, image)
         if corners is not None:
             h, w = image.shape[:2]
-            return image, calibrate_manual(corners, (w, h), geometry)
+            try:
+                return image, calibrate_manual(corners, (w, h), geometry)
+            except CalibrationError as exc:
+                raise _CornersRefused(exc.message) from None
         try:
             return image, calibrate_from_markers(image, geometry)
         except CalibrationError as exc:  # cameras take a few frames to settle their exposure
@@ -210,13 +217,19 @@ def _calibrate(
     raise CalibrationError("the camera gave no frames to calibrate from")
 
 
+class _CornersRefused(ValueError):
+    """Corners given by hand that describe no view of the table."""
+
+
 def _check(args: argparse.Namespace, size: tuple[int, int] | None) -> int:
     from vision.calibration import load_calibration
 
     calibration = load_calibration(args.out)
     drift: dict[int, float] = {}
     for image in _frames(args, size):
-        drift = calibration.marker_drift_mm(image)
+        seen = calibration.marker_drift_mm(image)
+        if len(seen) > len(drift):  # a frame seeing fewer markers (a hand over one) says less
+            drift = seen
         if len(drift) == 4:
             break
     if not drift:

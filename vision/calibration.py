@@ -21,9 +21,11 @@ table corners clicked by hand instead. :meth:`Calibration.save` writes JSON that
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -40,6 +42,15 @@ ARUCO_DICTIONARY = "DICT_4X4_50"
 MARKER_IDS = (0, 1, 2, 3)
 FORMAT = "mahjong-table calibration"
 VERSION = 1
+MAX_SCALE_ERROR = 0.08
+"""How far (as a share) the markers' sides, measured on the plane the markers' centres fix,
+may differ from the marker size given: more means the table, marker or inset size is wrong.
+Rendered tables measure within 0.03 (blur shrinks a marker a little); a cheap lens's barrel
+distortion shrinks corner markers a little more. A table size 8 % or more off is refused."""
+DUPLICATE_MARKER_RADIUS = 1.0
+"""Two sightings of one marker id whose centres lie closer than this many marker sides are
+one marker seen twice (the detector can report a marker at two scales); further apart, they
+are two printed copies, and calibration cannot know which is at the corner."""
 
 
 class CalibrationError(VisionError):
@@ -145,7 +156,7 @@ def apply(matrix: np.ndarray, points: Any) -> np.ndarray:
     return homog[:, :2] / homog[:, 2:3]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # it holds arrays: compared by identity, and hashable
 class Calibration:
     """A camera's view of the table.
 
@@ -196,7 +207,7 @@ class Calibration:
     def homography_for(self, image_size: tuple[int, int]) -> np.ndarray:
         """The homography for frames of ``image_size``: a camera that delivers the same view at
         another resolution (same aspect ratio) is scaled; anything else is an error."""
-        w, h = image_size
+        w, h = _image_size(image_size)
         cw, ch = self.image_size
         if (w, h) == (cw, ch):
             return self.homography
@@ -221,6 +232,7 @@ class Calibration:
         """The top-down picture of the whole table, ``px_per_mm`` pixels per millimetre."""
         import cv2
 
+        px_per_mm = _resolution(px_per_mm, self.geometry.side_mm)
         size = round(self.geometry.side_mm * px_per_mm)
         h = np.diag([px_per_mm, px_per_mm, 1.0]) @ self.homography_for(_size_of(image))
         return cv2.warpPerspective(
@@ -253,6 +265,7 @@ class Calibration:
         corner shows at either end; :meth:`seat_of` says whose a point is."""
         import cv2
 
+        px_per_mm = _resolution(px_per_mm, self.geometry.side_mm)
         width = round(self.geometry.side_mm * px_per_mm)
         height = round((self.seat_depth(seat) + margin_mm) * px_per_mm)
         to_plane = self.seat_strip_to_plane(seat, px_per_mm, margin_mm=margin_mm)
@@ -324,11 +337,7 @@ class Calibration:
             if not isinstance(table, dict) or not isinstance(points, dict):
                 raise TypeError("'table' and 'points' must be objects")
             geometry = TableGeometry(**{k: float(v) for k, v in table.items()})
-            zones_data = data.get("zones") or []
-            zones = tuple(
-                np.asarray(z["polygon_mm"], dtype=np.float64)
-                for z in sorted(zones_data, key=lambda z: int(z["seat"]))
-            )
+            zones = _zones_by_seat(data.get("zones") or [])
             return cls(
                 homography=np.asarray(data["homography"], dtype=np.float64),
                 image_size=tuple(int(v) for v in data["image_size"]),  # type: ignore[arg-type]
@@ -341,19 +350,31 @@ class Calibration:
             )
         except CalibrationError as exc:
             raise CalibrationError(f"{where}: {exc.message}") from None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise CalibrationError(f"{where} is damaged ({type(exc).__name__}: {exc})") from None
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the calibration as JSON (atomically: a crash never leaves half a file)."""
         p = Path(path)
-        tmp = p.with_name(p.name + ".tmp")
+        text = json.dumps(self.to_json(), indent=2) + "\n"
+        tmp: str | None = None
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+            # a name of its own: two writers at once must not share a half-written file
+            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())  # on the Pi's SD card a power cut follows soon enough
+            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a service's other user
             os.replace(tmp, p)
+            tmp = None
         except OSError as exc:
             raise CalibrationError(f"cannot write {p}: {exc.strerror or exc}") from None
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
         return p
 
     def with_zone_depth(self, depth_mm: float) -> Calibration:
@@ -378,6 +399,8 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CalibrationError(f"{p} is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+    except (RecursionError, ValueError) as exc:  # nested past Python's limit; huge numbers
+        raise CalibrationError(f"{p} is not a calibration file ({exc})") from None
     return Calibration.from_json(data, where=str(p))
 
 
@@ -395,7 +418,10 @@ def _dictionary() -> Any:
 
 def find_markers(image: np.ndarray) -> dict[int, np.ndarray]:
     """Every ArUco marker of the table's family in ``image``: id -> its 4x2 corners in pixels
-    (the marker's own clockwise order). A marker seen twice is reported once, the larger."""
+    (the marker's own clockwise order). A marker the detector reports twice in one place is
+    reported once, the larger; one of the table's markers seen in two places (a spare copy
+    lying on the table) is a :class:`CalibrationError`, since which one is at the corner
+    cannot be told."""
     import cv2
 
     from vision.camera import as_bgr
@@ -417,11 +443,23 @@ def find_markers(image: np.ndarray) -> dict[int, np.ndarray]:
     for quad, marker in zip(corners, ids.ravel(), strict=True):
         q = np.asarray(quad, np.float64).reshape(4, 2)
         k = int(marker)
-        if k not in found or cv2.contourArea(q.astype(np.float32)) > cv2.contourArea(
-            found[k].astype(np.float32)
-        ):
+        if k not in found:
+            found[k] = q
+            continue
+        side = max(_side_px(q), _side_px(found[k]))
+        apart = float(np.hypot(*(q.mean(axis=0) - found[k].mean(axis=0))))
+        if k in MARKER_IDS and apart > DUPLICATE_MARKER_RADIUS * side:
+            raise CalibrationError(
+                f"marker {k} is seen twice, {apart:.0f} pixels apart: take the spare copy off "
+                f"the table (only the one at the corner of seats {k} and {(k + 1) % SEATS})"
+            )
+        if cv2.contourArea(q.astype(np.float32)) > cv2.contourArea(found[k].astype(np.float32)):
             found[k] = q
     return found
+
+
+def _side_px(quad: np.ndarray) -> float:
+    return float(np.mean(np.linalg.norm(np.roll(quad, -1, axis=0) - quad, axis=1)))
 
 
 def _fit(
@@ -461,7 +499,8 @@ def _check_view(h: np.ndarray, geometry: TableGeometry) -> None:
         if np.all(turns > 0):
             raise CalibrationError(
                 "the table is seen mirrored: either the camera flips its picture (turn off "
-                "its mirror/flip setting) or markers 1 and 3 are swapped"
+                "its mirror/flip setting) or two markers on opposite corners (0 and 2, or 1 "
+                "and 3) are swapped"
             )
         ok = bool(np.all(turns < 0))  # the plane's own corners turn this way (y points down)
     if not ok:
@@ -499,6 +538,7 @@ def calibrate_from_markers(
     centres_plane = np.array([geometry.marker_centre(k) for k in MARKER_IDS])
     h0, _ = _fit(centres_img, centres_plane)
     _check_view(h0, geometry)
+    _check_scale(h0, found, geometry)
     img_pts = [centres_img]
     plane_pts = [centres_plane]
     half = geometry.marker_mm / 2
@@ -532,6 +572,22 @@ def calibrate_from_markers(
     )
 
 
+def _check_scale(h0: np.ndarray, found: dict[int, np.ndarray], geometry: TableGeometry) -> None:
+    """Refuse sizes that do not match the table: the four centres alone fit any table size
+    exactly, and a wrong size would then fit the marker corners within a few millimetres,
+    scaling every tile on the plane. The markers' own sides tell the scale."""
+    measured = float(np.mean([_side_px(apply(h0, found[k])) for k in MARKER_IDS]))
+    if abs(measured / geometry.marker_mm - 1) > MAX_SCALE_ERROR:
+        implied = geometry.side_mm * geometry.marker_mm / measured
+        raise CalibrationError(
+            f"the markers measure {measured:.0f} mm across on a {geometry.side_mm:g} mm table, "
+            f"not the {geometry.marker_mm:g} mm given: check the marker size (the black "
+            f"square's side), the table size (were the markers {geometry.marker_mm:g} mm, the "
+            f"table would be about {implied:.0f} mm) and the inset "
+            f"({geometry.marker_inset_mm:g} mm)"
+        )
+
+
 def _best_cyclic_match(dist: np.ndarray) -> np.ndarray:
     """The index of the expected corner for each seen corner, choosing among the four
     rotations (and their mirror images) the one with the least total distance."""
@@ -560,7 +616,7 @@ def calibrate_manual(
         raise CalibrationError("give exactly four corners, each as x,y pixels") from None
     if not np.all(np.isfinite(pts)):
         raise CalibrationError("the corners must be numbers")
-    w, h = image_size
+    w, h = _image_size(image_size)
     if np.any(pts < -0.5 * max(w, h)) or np.any(pts > 1.5 * max(w, h)):
         raise CalibrationError(f"the corners lie far outside the {w}x{h} frame")
     if len({(round(x), round(y)) for x, y in pts}) < 4:
@@ -603,6 +659,10 @@ def marker_sheet(geometry: TableGeometry | None = None, dpi: int = 300) -> np.nd
     import cv2
 
     geometry = geometry or TableGeometry()
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 72 <= dpi <= 1200:
+        raise CalibrationError(
+            f"the marker sheet's dpi is a whole number from 72 to 1200, not {dpi!r}"
+        )
     per_mm = dpi / 25.4
     page = np.full((round(297 * per_mm), round(210 * per_mm), 3), 255, np.uint8)
     side = round(geometry.marker_mm * per_mm)
@@ -628,7 +688,9 @@ def marker_sheet(geometry: TableGeometry | None = None, dpi: int = 300) -> np.nd
             "from both edges",
         )
         for i, text in enumerate(lines):
-            org = (x0 - round(25 * per_mm), y0 + side + round((10 + 6 * i) * per_mm))
+            # under the marker, but never off the page's printable part (10 mm in)
+            left = max(x0 - round(25 * per_mm), round(10 * per_mm))
+            org = (left, y0 + side + round((10 + 6 * i) * per_mm))
             cv2.putText(page, text, org, cv2.FONT_HERSHEY_SIMPLEX, 0.9 * scale, (0, 0, 0), 2)
     footer = "Print at 100% (no scaling); check the squares measure as stated."
     cv2.putText(
@@ -641,3 +703,55 @@ def marker_sheet(geometry: TableGeometry | None = None, dpi: int = 300) -> np.nd
         2,
     )
     return page
+
+
+def _image_size(size: Any) -> tuple[int, int]:
+    """A frame size ``(width, height)`` as two whole numbers above 0, or CalibrationError."""
+    try:
+        w, h = size
+        ok = all(
+            not isinstance(v, bool) and float(v).is_integer() and 0 < v < 2**16 for v in (w, h)
+        )
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise CalibrationError(f"a frame size is (width, height) in whole pixels, not {size!r}")
+    return int(w), int(h)
+
+
+def _resolution(px_per_mm: Any, side_mm: float) -> float:
+    """A picture's pixels per millimetre: positive, and not a picture of more than 16k a side
+    (OpenCV takes a size of 0 to mean the source's own, which would give a wrong picture)."""
+    ok = (
+        not isinstance(px_per_mm, bool)
+        and isinstance(px_per_mm, int | float)
+        and math.isfinite(px_per_mm)
+        and 1 <= side_mm * px_per_mm <= 16384
+    )
+    if not ok:
+        raise CalibrationError(
+            f"the picture's resolution is a number of pixels per millimetre giving 1 to 16384 "
+            f"pixels across the {side_mm:g} mm table, not {px_per_mm!r}"
+        )
+    return float(px_per_mm)
+
+
+def _zones_by_seat(zones: Any) -> tuple[np.ndarray, ...]:
+    """A saved file's zones, each put at its seat: the seats must be 0-3, each once (a zone
+    taken by its place in the list would silently give one seat's tiles to another)."""
+    if not isinstance(zones, list):
+        raise TypeError("'zones' must be a list")
+    if not zones:
+        return ()
+    by_seat: dict[int, np.ndarray] = {}
+    for z in zones:
+        seat = z["seat"]
+        if isinstance(seat, bool) or not isinstance(seat, int) or seat not in range(SEATS):
+            raise CalibrationError(f"a zone's seat is 0, 1, 2 or 3, not {seat!r}")
+        if seat in by_seat:
+            raise CalibrationError(f"two zones are given for seat {seat}")
+        by_seat[seat] = np.asarray(z["polygon_mm"], dtype=np.float64)
+    missing = [k for k in range(SEATS) if k not in by_seat]
+    if missing:
+        raise CalibrationError(f"no zone is given for seat {', '.join(map(str, missing))}")
+    return tuple(by_seat[k] for k in range(SEATS))
