@@ -17,7 +17,7 @@ from controller.errors import CameraError, ModelError, VisionError
 from vision.dataset import load_photos, tile_f1
 from vision.detection import TileDetection, box_iou
 from vision.faces import procedural_faces
-from vision.labels import BACK
+from vision.labels import BACK, LABEL_NAMES
 from vision.recognizer import (
     DEFAULT_MODEL_DIR,
     TileRecognizer,
@@ -317,14 +317,21 @@ def test_bad_settings():
         ("stride", 0, "stride must be above 0"),
         ("stride", 1e300, "stride must be a power of 2"),
         ("finder_input", 1e12, "input_size must be a multiple of 32 from 64 to 4096"),
-        ("labels", 5, "labels must be a list"),
-        ("labels", "x" * 43, "labels must be a list"),
+        ("labels", 5, "labels must be the 43 labels"),
+        ("labels", "x" * 43, "labels must be the 43 labels"),
+        ("labels", [*LABEL_NAMES[::-1]], "labels must be the 43 labels in this program's order"),
+        ("labels", ["x"] * 43, "labels must be the 43 labels in this program's order"),
+        ("stride", 4.7, "stride must be a whole number"),
+        ("crop_size", 48.9, "crop_size must be a whole number"),
+        ("crop_margin", 1e6, "crop_margin must be 1-4"),
+        ("crop_margin", 0.5, "crop_margin must be 1-4"),
+        ("back_threshold", 0, "back_threshold must be 0.5-1"),
         ("finder", 5, "finder must name a file in the model folder"),
         ("classifier", None, "classifier must name a file in the model folder"),
         ("finder", "../models/finder.onnx", "finder must name a file in the model folder"),
         ("rescale", "false", "rescale must be true or false"),
         ("refine", "no", "refine must be true or false"),
-        ("back_threshold", 1.5, "back_threshold must be 0-1"),
+        ("back_threshold", 1.5, "back_threshold must be 0.5-1"),
     ],
 )
 def test_bad_numbers_in_the_manifest_are_named(tmp_path, key, value, message):
@@ -334,6 +341,78 @@ def test_bad_numbers_in_the_manifest_are_named(tmp_path, key, value, message):
     (model / "model.json").write_text(json.dumps(manifest))
     with pytest.raises(ModelError, match=message):
         TileRecognizer(model)
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 100_000 + "]" * 100_000, '{"format": 1, "stride": ' + "4" * 5000 + "}"]
+)
+def test_a_manifest_json_cannot_hold_is_a_model_error(tmp_path, text):
+    model = _copy_model(tmp_path)
+    (model / "model.json").write_text(text)
+    with pytest.raises(ModelError, match="unreadable"):
+        TileRecognizer(model)
+
+
+def _edit_finder_outputs(model, change) -> None:
+    """Rewrite the finder's graph: ``change(graph, name)`` returns the node that now makes the
+    output ``name`` from ``name + "_raw"``, which the original output is renamed to."""
+    import onnx
+
+    path = model / "finder.onnx"
+    m = onnx.load(path)
+    for out in m.graph.output:
+        for node in m.graph.node:
+            node.output[:] = [o + "_raw" if o == out.name else o for o in node.output]
+        m.graph.node.append(change(m.graph, out.name))
+        for k in (1, 2, 3):
+            out.type.tensor_type.shape.dim[k].dim_param = f"{out.name}_{k}"
+    onnx.save(m, path)
+
+
+def test_a_finder_on_another_grid_than_the_manifest_says_is_refused(tmp_path):
+    # a stride-8 finder read as stride 4 puts every box in the wrong place, silently
+    from onnx import helper
+
+    model = _copy_model(tmp_path)
+    _edit_finder_outputs(
+        model,
+        lambda g, name: helper.make_node(
+            "MaxPool", [name + "_raw"], [name], kernel_shape=[2, 2], strides=[2, 2]
+        ),
+    )
+    with pytest.raises(ModelError, match="16x16 grid of stride 4"):
+        TileRecognizer(model)
+
+
+def test_a_finder_with_too_few_regression_channels_is_refused(tmp_path):
+    from onnx import helper, numpy_helper
+
+    model = _copy_model(tmp_path)
+
+    def cut(graph, name):
+        if name != "regression":
+            return helper.make_node("Identity", [name + "_raw"], [name])
+        for const, value in (("s0", 0), ("s4", 4), ("ax1", 1)):
+            graph.initializer.append(numpy_helper.from_array(np.array([value], np.int64), const))
+        return helper.make_node("Slice", [name + "_raw", "s0", "s4", "ax1"], [name])
+
+    _edit_finder_outputs(model, cut)
+    with pytest.raises(ModelError, match=r"regression is .* not 6 channels"):
+        TileRecognizer(model)
+
+
+def test_the_finder_outputs_are_taken_by_name_not_place(tmp_path, rec):
+    import onnx
+
+    model = _copy_model(tmp_path)
+    m = onnx.load(model / "finder.onnx")
+    outputs = list(m.graph.output)
+    del m.graph.output[:]
+    m.graph.output.extend(outputs[::-1])
+    onnx.save(m, model / "finder.onnx")
+    img = _row_scene([0, 9, 18, 27, 31, 34, 12, 5]).image
+    found = [(d.label, d.box) for d in TileRecognizer(model).detect(img)]
+    assert found and found == [(d.label, d.box) for d in rec.detect(img)]
 
 
 @pytest.mark.parametrize(

@@ -35,11 +35,14 @@ import numpy as np
 from controller.errors import ModelError, VisionError
 from vision.camera import as_bgr as _as_bgr
 from vision.detection import Box, TileDetection, box_intersections, is_box, reading_order
-from vision.labels import BACK, NUM_LABELS
+from vision.labels import BACK, LABEL_NAMES, NUM_LABELS
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
 """The committed model, inside the package."""
 HEAD_FILE = "head.npz"
+FINDER_OUTPUTS = ("heatmap", "regression")
+"""The finder's outputs, by name (an exporter may list them in either order)."""
+MAX_CROP_MARGIN = 4.0
 
 
 def _picture(image: Any) -> np.ndarray:
@@ -188,8 +191,8 @@ class TileRecognizer:
         manifest = self._manifest()
         self.manifest = manifest
         num = self._setting
-        self.stride = int(self._positive("stride", 4))
-        self.crop_size = int(self._positive("crop_size", 48))
+        self.stride = self._whole("stride", 4)
+        self.crop_size = self._whole("crop_size", 48)
         self.crop_margin = self._positive("crop_margin", 1.3)
         self.input_size = int(input_size or num("finder_input", 640))
         self.finder_threshold = (
@@ -213,8 +216,20 @@ class TileRecognizer:
             raise ModelError(
                 f"finder_threshold must be above 0 and at most 1, not {self.finder_threshold}"
             )
-        if not 0.0 <= self.back_threshold <= 1.0:
-            raise ModelError(f"back_threshold must be 0-1, not {self.back_threshold}")
+        # the share of a peak that says "face down": under a half, a tile likelier face up
+        # would be called a back (at 0, every tile)
+        if not 0.5 <= self.back_threshold <= 1.0:
+            raise ModelError(f"back_threshold must be 0.5-1, not {self.back_threshold}")
+        # a crop is the tile and a margin of its neighbours, never less than the tile itself
+        if not 1.0 <= self.crop_margin <= MAX_CROP_MARGIN:
+            raise ModelError(
+                f"{self.model_dir / 'model.json'}: crop_margin must be 1-{MAX_CROP_MARGIN:g}, "
+                f"not {self.crop_margin}"
+            )
+        if not 8 <= self.crop_size <= 512:
+            raise ModelError(
+                f"{self.model_dir / 'model.json'}: crop_size must be 8-512, not {self.crop_size}"
+            )
         if not 0.0 <= self.reread_below <= 1.0:
             raise ModelError(
                 f"{self.model_dir / 'model.json'}: reread_below must be 0-1, "
@@ -267,6 +282,14 @@ class TileRecognizer:
             raise ModelError(f"{self.model_dir / 'model.json'}: {key} must be above 0, not {value}")
         return value
 
+    def _whole(self, key: str, default: int) -> int:
+        value = self._positive(key, default)
+        if not value.is_integer():  # 4.7 would be read as 4: another model's grid
+            raise ModelError(
+                f"{self.model_dir / 'model.json'}: {key} must be a whole number, not {value}"
+            )
+        return int(value)
+
     def _switch(self, key: str, default: bool) -> bool:
         # "false" in a hand-edited manifest must not read as true
         value = self.manifest.get(key, default)
@@ -315,8 +338,36 @@ class TileRecognizer:
         if "embedding" not in c_out or not isinstance(c_out["embedding"][-1], int):
             raise ModelError("the classifier model does not give an embedding output")
         self._embedding_size = c_out["embedding"][-1]
+        self._check_finder()
         # older models have no box output: their finder's boxes stand as found
         self.refine = self._switch("refine", True) and ("box" in c_out and c_out["box"][-1] == 4)
+
+    def _check_finder(self) -> None:
+        """Run the finder once on a small blank picture: its outputs must be a heatmap of 1
+        or 2 channels and 6 channels of regression, on the grid the manifest's stride says
+        (a finder of another stride would put every box in the wrong place, silently)."""
+        names = [o.name for o in self._finder.get_outputs()]
+        if not set(FINDER_OUTPUTS) <= set(names):
+            raise ModelError(
+                f"the finder model gives {names}, not the outputs {list(FINDER_OUTPUTS)}"
+            )
+        side = 64
+        x = np.zeros((1, 3, side, side), np.float32)
+        try:
+            hm, reg = self._finder.run(FINDER_OUTPUTS, {self._finder.get_inputs()[0].name: x})
+        except Exception as exc:
+            raise ModelError(f"the finder model fails on a {side}x{side} picture: {exc}") from None
+        grid = side // self.stride
+        if hm.ndim != 4 or hm.shape[1] not in (1, 2) or hm.shape[2:] != (grid, grid):
+            raise ModelError(
+                f"the finder's heatmap is {list(hm.shape)} for a {side}x{side} picture, not "
+                f"1 or 2 channels on the {grid}x{grid} grid of stride {self.stride}"
+            )
+        if reg.ndim != 4 or reg.shape[1] != 6 or reg.shape[2:] != (grid, grid):
+            raise ModelError(
+                f"the finder's regression is {list(reg.shape)} for a {side}x{side} picture, "
+                f"not 6 channels on the {grid}x{grid} grid of stride {self.stride}"
+            )
 
     def _load_head(self) -> tuple[np.ndarray, np.ndarray] | None:
         path = self.model_dir / HEAD_FILE
@@ -370,7 +421,7 @@ class TileRecognizer:
         # onnxruntime copies a strided array slowly: hand it a contiguous one
         x = np.ascontiguousarray(small.transpose(2, 0, 1)[None], dtype=np.float32)
         try:
-            hm, reg = self._finder.run(None, {self._finder.get_inputs()[0].name: x})
+            hm, reg = self._finder.run(FINDER_OUTPUTS, {self._finder.get_inputs()[0].name: x})
         except Exception as exc:
             raise ModelError(f"the finder model failed on a {w}x{h} picture: {exc}") from None
         found = decode_finder(hm[0], reg[0], self.finder_threshold, (w / nw, h / nh), self.stride)
@@ -527,13 +578,18 @@ def read_manifest(model_dir: Path) -> dict[str, Any]:
         raise ModelError(f"the model folder {model_dir} has no model.json")
     try:
         data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # ValueError: bad JSON, or a number of thousands of digits; RecursionError: nesting
         raise ModelError(f"the model manifest {path} is unreadable: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != 1:
         raise ModelError(f"{path} is not a tile model manifest of format 1")
     labels = data.get("labels")
-    if labels is not None and (not isinstance(labels, list) or len(labels) != NUM_LABELS):
-        raise ModelError(f"{path}: labels must be a list of the {NUM_LABELS} labels")
+    # the outputs are named in this program's order: a model listing another would be misread
+    if labels is not None and labels != list(LABEL_NAMES):
+        raise ModelError(
+            f"{path}: labels must be the {NUM_LABELS} labels in this program's order "
+            f"({', '.join(LABEL_NAMES[:3])} … {LABEL_NAMES[-1]})"
+        )
     return data
 
 
