@@ -6,13 +6,16 @@ arguments and returns the exit status. Registration must stay cheap (no heavy im
 level) so that ``mahjong-table --help`` is instant.
 
 Exit status: 0 success, 1 a negative answer (an invalid win, a failed check), 2 bad input or
-usage (with a message naming what is wrong, never a traceback), 3 hardware or I/O failure.
+usage (with a message naming what is wrong, never a traceback), 3 hardware or I/O failure, 141
+the output's reader went away (a closed pipe).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -30,6 +33,8 @@ EXIT_OK = 0
 EXIT_NO = 1
 EXIT_INPUT = 2
 EXIT_HARDWARE = 3
+EXIT_BROKEN_PIPE = 141
+"""What a shell reports for a program ended by SIGPIPE (128 + 13)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,9 +53,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # inside the try: a closed pipe shows up here, not at exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`mahjong-table detect … | head`): say nothing more, and keep
+        # Python from complaining as it flushes stdout on the way out
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except (DeviceError, VisionError, StorageError) as exc:
         print(f"mahjong-table {args.command}: {exc}", file=sys.stderr)
         return EXIT_HARDWARE

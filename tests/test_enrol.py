@@ -253,3 +253,141 @@ def test_embed_views_embeds_every_tile_in_every_view(rec, tmp_path):
     turned = emb[3 * len(boxes) : 4 * len(boxes)]
     d = np.linalg.norm(turned[:, None] - emb[None, : len(boxes)], axis=2)
     assert (d.argmin(axis=1) == np.arange(len(boxes))).all()
+
+
+def _enrolled(tmp_path: Path, name: str, seed: int) -> tuple[Path, Path]:
+    """A model folder enrolled on one rendered grid photo, and the photo."""
+    photo = tmp_path / f"{name}.png"
+    _grid_photo(photo, enrol.parse_layout("123456789p"), seed=seed)
+    out = tmp_path / name
+    assert main(["enrol", str(photo), "--layout", "123456789p", "--out", str(out)]) == 0
+    return out, photo
+
+
+def test_enrolling_from_an_enrolled_model_keeps_this_enrolments_labels(tmp_path, capsys):
+    # the base folder holds its own labels.json (the user's corrections of that enrolment)
+    base, _ = _enrolled(tmp_path, "first", seed=11)
+    photo = tmp_path / "second.png"
+    _grid_photo(photo, enrol.parse_layout("ESWNCFP"), seed=12)
+    out = tmp_path / "second"
+    argv = ["enrol", str(photo), "--layout", "ESWNCFP", "--model", str(base), "--out", str(out)]
+    assert main(argv) == 0
+    labels = json.loads((out / "labels.json").read_text())["tiles"]
+    assert [r["label"] for r in labels] == ["E", "S", "W", "N", "C", "F", "P"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [
+            "labels.json",
+            "check.png",
+            "model.json",
+            "finder.onnx",
+            "classifier.onnx",
+            "base_head.npz",
+            "head.npz",
+            "enrolment.json",
+        ]
+    )
+
+
+def test_a_refit_finds_the_photos_from_any_folder(tmp_path, monkeypatch, capsys):
+    out, photo = _enrolled(tmp_path, "own", seed=13)
+    labels = json.loads((out / "labels.json").read_text())["tiles"]
+    assert labels[0]["image"] == "../own.png"  # beside the labels file, not the shell's folder
+    # a picture of the same name where the refit is started must not be taken instead
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _grid_photo(elsewhere / "own.png", enrol.parse_layout("987654321p"), seed=14)
+    monkeypatch.chdir(elsewhere)
+    assert main(["enrol", "--labels", str(out / "labels.json"), "--out", str(out)]) == 0
+    info = json.loads((out / "enrolment.json").read_text())
+    assert info["photos"] == [str(photo.resolve())]
+
+
+def test_a_failed_write_leaves_the_enrolled_folder_as_it_was(tmp_path, monkeypatch):
+    out, _ = _enrolled(tmp_path, "own", seed=15)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    w, b = enrol.base_head(out)
+    real_copy = enrol.shutil.copy2
+
+    def disk_full(src: object, dst: object) -> object:
+        if Path(str(dst)).name == "classifier.onnx":
+            raise OSError(28, "No space left on device")
+        return real_copy(src, dst)
+
+    monkeypatch.setattr(enrol.shutil, "copy2", disk_full)
+    with pytest.raises(enrol.EnrolError, match="No space left on device"):
+        enrol.save_enrolled(DEFAULT_MODEL_DIR, out, w * 2, b, {"tiles": 1})
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("check_only", [False, True])
+def test_enrolling_into_the_model_itself_writes_nothing_there(tmp_path, capsys, check_only):
+    model = tmp_path / "model"
+    import shutil
+
+    shutil.copytree(DEFAULT_MODEL_DIR, model)
+    before = sorted(p.name for p in model.iterdir())
+    photo = tmp_path / "grid.png"
+    _grid_photo(photo, [[0, 1, 2]], seed=5)
+    argv = ["enrol", str(photo), "--layout", "123m", "--model", str(model), "--out", str(model)]
+    assert main(argv + (["--check-only"] if check_only else [])) == 2
+    assert "new folder" in capsys.readouterr().err
+    assert sorted(p.name for p in model.iterdir()) == before
+
+
+def test_enrol_input_the_user_can_mend_exits_2(tmp_path, capsys):
+    out, photo = _enrolled(tmp_path, "own", seed=16)
+    capsys.readouterr()
+    # a photo that is not there, or not a picture: the user's to mend, not a camera failure
+    (tmp_path / "empty.png").write_bytes(b"")
+    for bad in ("missing.png", "empty.png"):
+        argv = ["enrol", str(tmp_path / bad), "--out", str(tmp_path / "o")]
+        assert main(argv) == 2
+        assert f"enrolment photo: {tmp_path / bad}" in capsys.readouterr().err.replace("image ", "")
+    # photos or a layout beside an existing labels file would be ignored: refused
+    labels = str(out / "labels.json")
+    assert main(["enrol", str(photo), "--labels", labels, "--out", str(out)]) == 2
+    assert "would be ignored" in capsys.readouterr().err
+    assert main(["enrol", "--layout", "1m", "--labels", labels, "--out", str(out)]) == 2
+    # a labels file in a folder still to make is made
+    fresh = tmp_path / "new" / "folder" / "labels.json"
+    argv = ["enrol", str(photo), "--layout", "123456789p", "--labels", str(fresh)]
+    assert main([*argv, "--out", str(tmp_path / "o2"), "--check-only"]) == 0
+    assert fresh.is_file()
+
+
+def test_hand_edited_labels_name_the_tile_that_is_wrong(tmp_path):
+    bad = tmp_path / "labels.json"
+    good = {"image": "a.png", "box": [0, 0, 5, 5], "label": "5m"}
+    for record, said in (
+        ({"image": "a.png", "box": [0, 0, 5, 5]}, "tile 2 has no label"),
+        ({"image": "a.png", "label": "5m"}, "tile 2 has no box"),
+        ({"image": None, "box": [0, 0, 5, 5], "label": "5m"}, "tile 2 has no image file"),
+        ({"image": "a.png", "box": [0, "x", 5, 5], "label": "5m"}, "tile 2 has a bad box"),
+        ("5m", "tile 2 is not a record"),
+        ({"image": "a.png", "box": [0, 0, 5, 5], "label": "9p"}, "tiles 1 and 2 are the same"),
+    ):
+        bad.write_text(json.dumps({"tiles": [good, record]}))
+        with pytest.raises(enrol.EnrolError, match=said):
+            enrol.read_labels(bad)
+    bad.write_text(json.dumps({"tiles": [good, good]}))  # the same twice, alike: harmless
+    assert len(enrol.read_labels(bad)) == 2
+
+
+@pytest.mark.parametrize(
+    ("weight", "bias", "said"),
+    [
+        (np.zeros((100, NUM_LABELS)), np.zeros(NUM_LABELS), "not 192x43"),
+        (np.zeros((192, 40)), np.zeros(NUM_LABELS), "not 192x43"),
+        (np.zeros((192, NUM_LABELS)), np.zeros(3), "and 43"),
+        (np.full((192, NUM_LABELS), np.nan), np.zeros(NUM_LABELS), "not numbers"),
+    ],
+)
+def test_a_base_head_that_does_not_fit_the_classifier_is_a_model_error(
+    tmp_path, rec, weight, bias, said
+):
+    model = tmp_path / "model"
+    model.mkdir()
+    np.savez(model / "base_head.npz", weight=weight, bias=bias)
+    assert rec.embedding_size == 192
+    with pytest.raises(ModelError, match=said):
+        enrol.base_head(model, rec.embedding_size)

@@ -62,6 +62,16 @@ def test_annotations_that_cannot_be_written_are_failures(photo, tmp_path, capsys
     assert "cannot write" in capsys.readouterr().err
 
 
+def test_a_picture_too_small_to_read_is_named(photo, tmp_path, capsys):
+    tiny = tmp_path / "tiny.png"
+    cv2.imwrite(str(tiny), np.full((10, 10, 3), 90, np.uint8))
+    assert main(["detect", str(photo), str(tiny), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert f"mahjong-table detect: {tiny}: the picture is only 10x10" in captured.err
+    records = json.loads(captured.out)
+    assert records[1]["error"].startswith(f"{tiny}: ") and len(records[0]["tiles"]) == 3
+
+
 def test_enrol_into_a_file_is_a_clear_error(photo, tmp_path, capsys):
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")

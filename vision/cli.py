@@ -140,8 +140,10 @@ def detect_command(args: argparse.Namespace) -> int:
             tiles = rec.detect(img)
         except CameraError as exc:
             failed += 1
-            print(f"mahjong-table detect: {exc}", file=sys.stderr)
-            records.append({"image": str(path), "error": str(exc)})
+            # the recogniser's own checks speak of "the picture": say which
+            said = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+            print(f"mahjong-table detect: {said}", file=sys.stderr)
+            records.append({"image": str(path), "error": said})
             continue
         record = {
             "image": str(path),
@@ -330,13 +332,21 @@ def enrol_command(args: argparse.Namespace) -> int:
     from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
 
     model_dir = args.model or DEFAULT_MODEL_DIR
-    rec = TileRecognizer(model_dir)
     out: Path = args.out
+    # before anything is written: labels.json and check.png must not land in the model either
+    enrol.check_out_folder(model_dir, out)
+    refit = args.labels is not None and args.labels.exists()
+    if refit and (args.photos or args.layout):
+        raise enrol.EnrolError(
+            f"{args.labels} exists, so its tiles are used and the photos and --layout given "
+            "would be ignored: give either the labels file or photos (with a new --labels)"
+        )
+    rec = TileRecognizer(model_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise enrol.EnrolError(f"cannot use {out} as the output folder: {exc}") from None
-    if args.labels is not None and args.labels.exists():
+    if refit:
         samples = enrol.read_labels(args.labels)
         print(f"{len(samples)} tiles from {args.labels}")
     else:
@@ -357,7 +367,7 @@ def enrol_command(args: argparse.Namespace) -> int:
         )
     if args.check_only:
         return EXIT_OK
-    weight, bias = enrol.base_head(rec.model_dir)
+    weight, bias = enrol.base_head(rec.model_dir, rec.embedding_size)
     groups = enrol.embeddings_by_photo(rec, samples)
     emb, labels = enrol.stacked(groups)
     before = enrol.accuracy(emb, labels, weight, bias)

@@ -20,7 +20,9 @@ No PyTorch is needed: enrolment runs on the table's own computer.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,14 +30,16 @@ from typing import Any
 import cv2
 import numpy as np
 
-from controller.errors import ConfigError, ModelError
+from controller.errors import CameraError, ConfigError, ModelError
 from controller.rules.errors import HandError
 from controller.rules.tiles import parse_tiles
 from vision.camera import read_image
 from vision.detection import Box, TileDetection, box_intersections, is_box
 from vision.labels import BACK, NUM_LABELS, label_from_name, label_name
-from vision.recognizer import HEAD_FILE, TileRecognizer
+from vision.recognizer import HEAD_FILE, TileRecognizer, model_file, read_manifest
 
+BASE_HEAD_FILE = "base_head.npz"
+"""The classifier's trained last layer, which enrolment refits."""
 DEFAULT_LAYOUT = "123456789m / 123456789p / 123456789s / ESWNCFP / 12345678f"
 """One row per suit, then the honours, then the flowers; ``/`` separates rows."""
 
@@ -105,8 +109,8 @@ def samples_from_grid(
     Raises :class:`EnrolError` naming the first row whose count differs from the layout's,
     so the user can re-lay or re-take the photo.
     """
-    path = Path(photo)
-    img = read_image(path)
+    path = Path(photo).resolve()  # a refit may run from another folder
+    img = _photo(path)
     found = recognizer.detect(img)
     rows = group_rows(found)
     if len(rows) != len(layout):
@@ -128,12 +132,25 @@ def samples_from_grid(
     return out
 
 
+def _photo(path: Path) -> np.ndarray:
+    """An enrolment photo; a photo that cannot be read is the user's to mend (an EnrolError,
+    exit 2), not a camera failure."""
+    try:
+        return read_image(path)
+    except CameraError as exc:
+        raise EnrolError(f"enrolment photo: {exc.message}") from None
+
+
 def write_labels(path: str | Path, samples: list[EnrolSample]) -> None:
     """Write the samples as JSON for the user to check: one record per tile with its
-    ``label`` (edit it if wrong) and what the model ``read_as`` before enrolment."""
+    ``label`` (edit it if wrong) and what the model ``read_as`` before enrolment. Photos are
+    named relative to the labels file's folder, which is where :func:`read_labels` looks
+    for them, whichever folder a later run starts in."""
+    p = Path(path)
+    folder = p.resolve().parent
     records = [
         {
-            "image": str(s.image),
+            "image": _relative(s.image, folder),
             "box": [round(v, 1) for v in s.box],
             "label": label_name(s.label),
             "read_as": label_name(s.read_as) if s.read_as >= 0 else None,
@@ -141,7 +158,18 @@ def write_labels(path: str | Path, samples: list[EnrolSample]) -> None:
         }
         for s in samples
     ]
-    Path(path).write_text(json.dumps({"tiles": records}, indent=1, ensure_ascii=False) + "\n")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps({"tiles": records}, indent=1, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise EnrolError(f"cannot write the labels file {p}: {exc.strerror or exc}") from None
+
+
+def _relative(image: Path, folder: Path) -> str:
+    try:
+        return os.path.relpath(Path(image).resolve(), folder)
+    except ValueError:  # another drive (Windows): no relative path
+        return str(Path(image).resolve())
 
 
 def read_labels(path: str | Path) -> list[EnrolSample]:
@@ -149,28 +177,53 @@ def read_labels(path: str | Path) -> list[EnrolSample]:
     p = Path(path)
     try:
         data = json.loads(p.read_text())
-        records = data["tiles"]
-        out = []
-        for i, r in enumerate(records):
-            try:
-                label = label_from_name(str(r["label"]))
-            except ModelError as exc:
-                raise EnrolError(f"{p}: tile {i + 1}: {exc.message}") from None
-            raw = r["box"]
-            # "1234" would iterate into four numbers: a box is a list
-            box = tuple(float(v) for v in raw) if isinstance(raw, list) else ()
-            if not is_box(box):
-                raise EnrolError(
-                    f"{p}: tile {i + 1} has a bad box {raw!r}: [x, y, width, height] expected"
-                )
-            out.append(EnrolSample(Path(r["image"]), box, label))  # type: ignore[arg-type]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise EnrolError(f"cannot read the labels file {p}: {exc}") from None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise EnrolError(f"{p} is not an enrolment labels file ({exc!r})") from None
+    records = data.get("tiles") if isinstance(data, dict) else None
+    if not isinstance(records, list):
+        raise EnrolError(f"{p} is not an enrolment labels file: it has no list of tiles")
+    folder = p.resolve().parent
+    out: list[EnrolSample] = []
+    where: dict[tuple[Path, Box], tuple[int, int]] = {}
+    for i, r in enumerate(records, 1):
+        sample = _sample(r, folder, f"{p}: tile {i}")
+        key = (sample.image, sample.box)
+        if key in where and where[key][1] != sample.label:
+            # one tile taught as two: which the user meant cannot be told
+            raise EnrolError(
+                f"{p}: tiles {where[key][0]} and {i} are the same tile of {sample.image.name} "
+                f"labelled {label_name(where[key][1])} and {label_name(sample.label)}: keep one"
+            )
+        where[key] = (i, sample.label)
+        out.append(sample)
     if not out:
         raise EnrolError(f"{p} holds no tiles")
     return out
+
+
+def _sample(record: Any, folder: Path, what: str) -> EnrolSample:
+    """One record of a labels file; :class:`EnrolError` naming the tile for anything wrong."""
+    if not isinstance(record, dict):
+        raise EnrolError(f"{what} is not a record of image, box and label")
+    for key in ("image", "box", "label"):
+        if key not in record:
+            raise EnrolError(f"{what} has no {key}")
+    try:
+        label = label_from_name(str(record["label"]))
+    except ModelError as exc:
+        raise EnrolError(f"{what}: {exc.message}") from None
+    raw = record["box"]
+    try:
+        # "1234" would iterate into four numbers: a box is a list
+        box = tuple(float(v) for v in raw) if isinstance(raw, list) else ()
+    except (TypeError, ValueError):
+        box = ()
+    if not is_box(box):
+        raise EnrolError(f"{what} has a bad box {raw!r}: [x, y, width, height] expected")
+    image = record["image"]
+    if not isinstance(image, str) or not image.strip():
+        raise EnrolError(f"{what} has no image file named ({image!r})")
+    return EnrolSample(Path(os.path.normpath(folder / image)), box, label)  # type: ignore[arg-type]
 
 
 def contact_sheet(samples: list[EnrolSample], columns: int = 9, cell: int = 72) -> np.ndarray:
@@ -253,7 +306,7 @@ def embeddings_by_photo(
         by_image.setdefault(s.image, []).append(s)
     out = []
     for path, group in by_image.items():
-        img = read_image(path)
+        img = _photo(path)
         height, width = img.shape[:2]
         boxes = [s.box for s in group]
         inside = box_intersections(np.array(boxes), np.array([(0.0, 0.0, width, height)]))[:, 0]
@@ -299,14 +352,26 @@ def embed_views(recognizer: TileRecognizer, img: np.ndarray, boxes: list[Box]) -
     return np.concatenate([recognizer.embed(v, b) for v, b in _augmented_views(img, boxes)])
 
 
-def base_head(model_dir: Path) -> tuple[np.ndarray, np.ndarray]:
-    """The trained last layer (``base_head.npz`` beside the model)."""
-    path = Path(model_dir) / "base_head.npz"
+def base_head(model_dir: Path, embedding_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The trained last layer (``base_head.npz`` beside the model): a weight of
+    ``embedding_size`` (when given) x 43 and a bias of 43, every value a number."""
+    path = Path(model_dir) / BASE_HEAD_FILE
     try:
         with np.load(path) as data:
-            return data["weight"].astype(np.float64), data["bias"].astype(np.float64)
+            weight, bias = data["weight"].astype(np.float64), data["bias"].astype(np.float64)
     except Exception as exc:  # numpy raises what its zip reader raises for a truncated file
-        raise ModelError(f"the model at {model_dir} has no usable base_head.npz: {exc}") from None
+        raise ModelError(
+            f"the model at {model_dir} has no usable {BASE_HEAD_FILE}: {exc}"
+        ) from None
+    rows = embedding_size if embedding_size is not None else weight.shape[0]
+    if weight.shape != (rows, NUM_LABELS) or bias.shape != (NUM_LABELS,):
+        raise ModelError(
+            f"{path} holds a weight of {list(weight.shape)} and a bias of {list(bias.shape)}, "
+            f"not {rows}x{NUM_LABELS} and {NUM_LABELS} for this model's classifier"
+        )
+    if not (np.all(np.isfinite(weight)) and np.all(np.isfinite(bias))):
+        raise ModelError(f"{path} holds values that are not numbers")
+    return weight, bias
 
 
 def fit_head(
@@ -355,20 +420,47 @@ def accuracy(emb: np.ndarray, labels: np.ndarray, weight: np.ndarray, bias: np.n
     return float(((emb @ weight + bias).argmax(axis=1) == labels).mean())
 
 
+def check_out_folder(base_dir: Path, out_dir: Path) -> None:
+    """Refuse to write an enrolment into the model it adapts (before anything is written)."""
+    if Path(out_dir).resolve() == Path(base_dir).resolve():
+        raise EnrolError("write the enrolled model to a new folder, not over the model it adapts")
+
+
 def save_enrolled(
     base_dir: Path, out_dir: Path, weight: np.ndarray, bias: np.ndarray, info: dict
 ) -> Path:
-    """Write an enrolled model folder: the base model's files, ``head.npz`` and
-    ``enrolment.json`` (what was enrolled). Returns the folder."""
+    """Write an enrolled model folder: the base model's own files (its manifest, the two ONNX
+    models it names and the trained head), ``head.npz`` and ``enrolment.json`` (what was
+    enrolled). Returns the folder.
+
+    Nothing else of the base folder is copied: a base that is itself enrolled holds the
+    user's ``labels.json`` of that enrolment, which must not overwrite this one's. The files
+    are written into a folder of their own first and moved in only when all are written, so
+    a full disk leaves ``out_dir`` as it was; :class:`EnrolError` says what failed."""
     base_dir, out_dir = Path(base_dir).resolve(), Path(out_dir).resolve()
-    if out_dir == base_dir:
-        raise EnrolError("write the enrolled model to a new folder, not over the model it adapts")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for f in base_dir.iterdir():
-        if f.is_file() and f.suffix in (".onnx", ".json", ".npz") and f.name != HEAD_FILE:
-            if f.name == "enrolment.json":
-                continue
-            shutil.copy2(f, out_dir / f.name)
-    np.savez(out_dir / HEAD_FILE, weight=weight, bias=bias)
-    (out_dir / "enrolment.json").write_text(json.dumps(info, indent=2) + "\n")
+    check_out_folder(base_dir, out_dir)
+    manifest = read_manifest(base_dir)
+    names = [
+        model_file(base_dir, manifest, "finder", "finder.onnx").name,
+        model_file(base_dir, manifest, "classifier", "classifier.onnx").name,
+        BASE_HEAD_FILE,
+        "model.json",  # after the files it names
+    ]
+    staging: Path | None = None
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".enrolling-", dir=out_dir))
+        for name in names:
+            shutil.copy2(base_dir / name, staging / name)
+        np.savez(staging / HEAD_FILE, weight=weight, bias=bias)
+        (staging / "enrolment.json").write_text(json.dumps(info, indent=2) + "\n")
+        for name in [*names, HEAD_FILE, "enrolment.json"]:
+            os.replace(staging / name, out_dir / name)
+    except OSError as exc:
+        raise EnrolError(
+            f"cannot write the enrolled model to {out_dir}: {exc.strerror or exc}"
+        ) from None
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
     return out_dir

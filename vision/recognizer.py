@@ -257,6 +257,11 @@ class TileRecognizer:
         if refine is not None:
             self.refine = self.refine and refine
 
+    @property
+    def embedding_size(self) -> int:
+        """The length of the classifier's embedding, which :meth:`embed` gives per tile."""
+        return int(self._embedding_size)
+
     # -- loading ------------------------------------------------------------------------------
 
     def _manifest(self) -> dict[str, Any]:
