@@ -21,6 +21,7 @@ from vision.calibration import (
     apply,
     calibrate_from_markers,
     calibrate_manual,
+    find_marker_sightings,
     find_markers,
     load_calibration,
     marker_image,
@@ -164,16 +165,36 @@ def test_a_wrong_table_size_is_refused(scene: TableScene, side_mm: float) -> Non
         calibrate_from_markers(frame.image, TableGeometry(side_mm=side_mm))
 
 
+def _with_a_second_marker(marker: int, centre_mm: tuple[float, float], side_mm: float):
+    """A table scene with another copy of ``marker`` printed on the table at ``centre_mm``."""
+    from vision.table_scene import _paste_marker
+
+    scene = TableScene(seed=11)
+    table = scene.background.copy()
+    _paste_marker(table, marker, centre_mm, side_mm, 3.0, scene)
+    table.setflags(write=False)
+    scene.__dict__["background"] = table  # the cached property, replaced
+    return scene
+
+
 def test_a_spare_copy_of_a_corner_marker_is_refused() -> None:
-    # which copy lies at the corner cannot be told; taking the larger gave seats wrong by 15 cm
-    img = np.full((300, 700, 3), 120, np.uint8)
-    img[50:250, 50:250] = marker_image(0, 200)
-    img[50:250, 450:650] = marker_image(0, 200)
-    with pytest.raises(CalibrationError, match=r"marker 0 is seen twice.*spare copy"):
-        find_markers(img)
-    img[50:250, 450:650] = marker_image(7, 200)  # not one of the table's: ignored
-    img[50:250, 250:450] = marker_image(7, 200)
-    assert sorted(find_markers(img)) == [0, 7]
+    # both copies fit a table: taking the larger gave seats wrong by up to 15 cm
+    scene = _with_a_second_marker(0, (795.0, 860.0), 50.0)
+    frame = scene.render(TableLayout(), scene.camera())
+    assert len(find_marker_sightings(frame.image)[0]) == 2
+    with pytest.raises(CalibrationError, match=r"marker 0 is seen 2 times.*spare cop"):
+        calibrate_from_markers(frame.image)
+
+
+def test_a_pattern_read_as_a_marker_elsewhere_is_passed_over() -> None:
+    # tile art can read as a marker; only the real corner marker fits the table
+    scene = _with_a_second_marker(3, (450.0, 450.0), 30.0)
+    camera = scene.camera()
+    frame = scene.render(TableLayout(), camera)
+    assert len(find_marker_sightings(frame.image)[3]) == 2
+    cal = calibrate_from_markers(frame.image)
+    assert _max_error_mm(cal, scene.true_calibration(camera)) < 3.0
+    assert max(cal.marker_drift_mm(frame.image).values()) < 1.5
 
 
 def test_markers_swapped_across_the_table_are_named(scene: TableScene) -> None:

@@ -22,6 +22,7 @@ table corners clicked by hand instead. :meth:`Calibration.save` writes JSON that
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -50,7 +51,13 @@ distortion shrinks corner markers a little more. A table size 8 % or more off is
 DUPLICATE_MARKER_RADIUS = 1.0
 """Two sightings of one marker id whose centres lie closer than this many marker sides are
 one marker seen twice (the detector can report a marker at two scales); further apart, they
-are two printed copies, and calibration cannot know which is at the corner."""
+are two things: a spare printed copy, or a pattern in a tile's art read as a marker."""
+MAX_SIGHTING_CHOICES = 64
+"""At most this many ways of choosing among sightings are fitted (four markers, each seen a
+few times, is far fewer)."""
+AGREE_MM = 10.0
+"""Two fits that both pass, from different sightings, must agree this closely everywhere on
+the table for calibration to go on: otherwise which copy is at the corner cannot be told."""
 
 
 class CalibrationError(VisionError):
@@ -292,13 +299,13 @@ class Calibration:
     def marker_drift_mm(self, image: np.ndarray) -> dict[int, float]:
         """How far (mm on the plane) each marker visible in ``image`` lies from where this
         calibration expects it: a few millimetres is noise, more means the camera moved."""
-        found = find_markers(image)
         size = _size_of(image)
         out = {}
-        for k, corners in found.items():
+        for k, sightings in find_marker_sightings(image).items():
             if k in MARKER_IDS:
-                seen = self.to_plane(corners.mean(axis=0, keepdims=True), size)[0]
-                out[k] = float(np.hypot(*(seen - self.geometry.marker_centre(k))))
+                # of several sightings, the one nearest where the marker should be is it
+                centres = self.to_plane([q.mean(axis=0) for q in sightings], size)
+                out[k] = float(np.min(np.hypot(*(centres - self.geometry.marker_centre(k)).T)))
         return out
 
     # -- files ---------------------------------------------------------------------------------
@@ -418,10 +425,16 @@ def _dictionary() -> Any:
 
 def find_markers(image: np.ndarray) -> dict[int, np.ndarray]:
     """Every ArUco marker of the table's family in ``image``: id -> its 4x2 corners in pixels
-    (the marker's own clockwise order). A marker the detector reports twice in one place is
-    reported once, the larger; one of the table's markers seen in two places (a spare copy
-    lying on the table) is a :class:`CalibrationError`, since which one is at the corner
-    cannot be told."""
+    (the marker's own clockwise order). An id seen in several places is given once, the
+    largest sighting; :func:`find_marker_sightings` gives them all."""
+    return {k: seen[0] for k, seen in find_marker_sightings(image).items()}
+
+
+def find_marker_sightings(image: np.ndarray) -> dict[int, list[np.ndarray]]:
+    """Every sighting of every ArUco marker of the table's family in ``image``: id -> the
+    4x2 corners of each place it is seen, largest first. The detector's two reports of one
+    marker in one place are one sighting. An id seen in several places is a spare printed
+    copy, or a pattern in a tile's art that reads as a marker: calibration chooses by fit."""
     import cv2
 
     from vision.camera import as_bgr
@@ -437,24 +450,21 @@ def find_markers(image: np.ndarray) -> dict[int, np.ndarray]:
     params.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX
     detector = cv2.aruco.ArucoDetector(_dictionary(), params)
     corners, ids, _rejected = detector.detectMarkers(grey)
-    found: dict[int, np.ndarray] = {}
+    found: dict[int, list[np.ndarray]] = {}
     if ids is None:
         return found
-    for quad, marker in zip(corners, ids.ravel(), strict=True):
-        q = np.asarray(quad, np.float64).reshape(4, 2)
-        k = int(marker)
-        if k not in found:
-            found[k] = q
-            continue
-        side = max(_side_px(q), _side_px(found[k]))
-        apart = float(np.hypot(*(q.mean(axis=0) - found[k].mean(axis=0))))
-        if k in MARKER_IDS and apart > DUPLICATE_MARKER_RADIUS * side:
-            raise CalibrationError(
-                f"marker {k} is seen twice, {apart:.0f} pixels apart: take the spare copy off "
-                f"the table (only the one at the corner of seats {k} and {(k + 1) % SEATS})"
-            )
-        if cv2.contourArea(q.astype(np.float32)) > cv2.contourArea(found[k].astype(np.float32)):
-            found[k] = q
+    quads = [np.asarray(q, np.float64).reshape(4, 2) for q in corners]
+    order = sorted(range(len(quads)), key=lambda i: -cv2.contourArea(quads[i].astype(np.float32)))
+    for i in order:
+        q, k = quads[i], int(ids.ravel()[i])
+        seen = found.setdefault(k, [])
+        near = any(
+            np.hypot(*(q.mean(axis=0) - other.mean(axis=0)))
+            <= DUPLICATE_MARKER_RADIUS * _side_px(other)
+            for other in seen
+        )
+        if not near:
+            seen.append(q)
     return found
 
 
@@ -522,18 +532,68 @@ def calibrate_from_markers(
     """
     geometry = geometry or TableGeometry()
     size = _size_of(image)
-    found = find_markers(image)
-    missing = [k for k in MARKER_IDS if k not in found]
+    sightings = find_marker_sightings(image)
+    missing = [k for k in MARKER_IDS if k not in sightings]
     if missing:
         where = ", ".join(
             f"marker {k} (corner of seats {k} and {(k + 1) % SEATS})" for k in missing
         )
-        seen = sorted(found)
+        seen = sorted(sightings)
         hint = " (a camera that mirrors its picture hides them all)" if not seen else ""
         raise CalibrationError(
             f"cannot see {where}; found {seen or 'no markers'}: check every marker is in view, "
             f"lit, flat and uncovered{hint}"
         )
+    choices = list(
+        itertools.islice(
+            itertools.product(*(sightings[k] for k in MARKER_IDS)), MAX_SIGHTING_CHOICES
+        )
+    )
+    fits: list[Calibration] = []
+    first_error: CalibrationError | None = None
+    for choice in choices:  # the first is every marker's largest sighting
+        try:
+            fits.append(
+                _fit_markers(
+                    dict(zip(MARKER_IDS, choice, strict=True)), geometry, size, max_error_mm
+                )
+            )
+        except CalibrationError as exc:
+            first_error = first_error or exc
+    if not fits:
+        assert first_error is not None
+        raise first_error
+    best = min(fits, key=lambda c: c.error_mm)
+    grid = np.array(
+        [
+            (x, y)
+            for x in np.linspace(0, geometry.side_mm, 5)
+            for y in np.linspace(0, geometry.side_mm, 5)
+        ]
+    )
+    for other in fits:
+        # two copies that both fit: the table cannot be told from its image
+        apart = np.linalg.norm(other.to_plane(best.to_image(grid)) - grid, axis=1).max()
+        if apart > AGREE_MM:
+            twice = ", ".join(
+                f"marker {k} is seen {len(sightings[k])} times"
+                for k in MARKER_IDS
+                if len(sightings[k]) > 1
+            )
+            raise CalibrationError(
+                f"{twice}, and more than one place fits: take the spare copies off the table "
+                "(only one of each marker, at its corner)"
+            )
+    return best
+
+
+def _fit_markers(
+    found: dict[int, np.ndarray],
+    geometry: TableGeometry,
+    size: tuple[int, int],
+    max_error_mm: float,
+) -> Calibration:
+    """The calibration from one sighting of each corner marker, or :class:`CalibrationError`."""
     centres_img = np.array([found[k].mean(axis=0) for k in MARKER_IDS])
     centres_plane = np.array([geometry.marker_centre(k) for k in MARKER_IDS])
     h0, _ = _fit(centres_img, centres_plane)
