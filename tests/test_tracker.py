@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import cv2
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,8 +15,8 @@ from controller.rules.melds import Meld
 from controller.rules.tiles import Tile, parse_tiles
 from vision.calibration import Calibration, apply
 from vision.melds import TileRead, group_table
-from vision.table_scene import SeatLayout, TableLayout, TableScene, random_layout
-from vision.tracker import ChangeKind, TableChange, TableTracker
+from vision.table_scene import PlacedOnTable, SeatLayout, TableLayout, TableScene, random_layout
+from vision.tracker import BareTest, ChangeKind, TableChange, TableTracker
 
 SCENE = TableScene(seed=5)
 CAL = Calibration(np.eye(3), (900, 900))
@@ -62,6 +65,67 @@ class Table:
             out += self.tracker.update(views, is_bare=is_bare if bare_test else None)
         self.changes += out
         return out
+
+    def show_placed(
+        self,
+        placed: list[PlacedOnTable],
+        frames: int = 1,
+        *,
+        hand: tuple[tuple[float, float], float] | None = None,
+        relabel: dict[int, int] | None = None,
+        missed: frozenset[int] = frozenset(),
+    ) -> list[TableChange]:
+        """Frames of tiles wherever they lie (``placed``), the tiles at indices ``missed`` not
+        found, ``relabel`` misreading some, and bare felt told as the pipeline tells it: by
+        how much of a place shows felt, not by where tiles' centres are."""
+        reads = [
+            TileRead((relabel or {}).get(i, p.label), 0.97, p.quad()) for i, p in enumerate(placed)
+        ]
+
+        def under_hand(point: tuple[float, float]) -> bool:
+            return hand is not None and float(np.hypot(*np.subtract(point, hand[0]))) < hand[1]
+
+        visible = [r for i, r in enumerate(reads) if not under_hand(r.centre) and i not in missed]
+        is_bare = felt_test([p.quad() for p in placed], hand)
+        out = []
+        for _ in range(frames):
+            out += self.tracker.update(group_table(visible, CAL), is_bare=is_bare)
+        self.changes += out
+        return out
+
+
+def felt_test(
+    tiles: list[np.ndarray], hand: tuple[tuple[float, float], float] | None = None
+) -> BareTest:
+    """As the pipeline's: a place is bare when 85 % of it shows felt (1 px per mm)."""
+    covered = np.zeros((900, 900), np.uint8)
+    for q in tiles:
+        cv2.fillConvexPoly(covered, np.round(q).astype(np.int32), 1)
+    if hand is not None:
+        cv2.circle(covered, (round(hand[0][0]), round(hand[0][1])), round(hand[1]), 1, -1)
+
+    def is_bare(quad: np.ndarray) -> bool:
+        inside = np.zeros_like(covered)
+        cv2.fillConvexPoly(inside, np.round(quad).astype(np.int32), 1)
+        under = covered[inside.astype(bool)]
+        return bool(under.size and 1.0 - under.mean() >= 0.85)
+
+    return is_bare
+
+
+def shifted(
+    placed: list[PlacedOnTable], seat: int, du: float, dv: float, **only: object
+) -> list[PlacedOnTable]:
+    """The tiles with those of ``seat`` (and of the ``role`` / ``group`` given) pushed ``du``
+    along its edge and ``dv`` towards the centre."""
+    to_plane = CAL.geometry.seat_to_plane(seat)
+    d = apply(to_plane, [(du, dv)])[0] - apply(to_plane, [(0.0, 0.0)])[0]
+    return [
+        replace(p, centre=(p.centre[0] + d[0], p.centre[1] + d[1]))
+        if p.seat == seat and all(getattr(p, k) == v for k, v in only.items())
+        else p
+        for p in placed
+    ]
 
 
 def one_meld(seat: int, text: str, kind: str = "pung", source: int | None = 2) -> TableLayout:
@@ -312,3 +376,120 @@ def test_every_seat_layout_settles_to_itself() -> None:
     assert kinds == ["flower", "flower", "flower", "meld", "meld", "meld", "open_tiles"]
     assert all(c.frame == STABLE - 1 for c in changes)
     assert table.tracker.view(2).open_tiles == tuple(parse_tiles("11122233344455m"))
+
+
+@pytest.mark.parametrize(("du", "dv"), [(25, 0), (-24, 0), (0, 25), (33, 0)])
+def test_a_meld_pushed_less_than_a_tile_along_settles_where_it_lies(du: float, dv: float) -> None:
+    # its old place stays partly under its own tiles: the rest, bare felt, says it left
+    table = Table()
+    pung = one_meld(0, "3p3p3p", source=2)
+    kong = TableLayout().with_seat(0, melds=(Meld.of("added_kong", "3333p", 2),))
+    table.show_placed(SCENE.place(pung), STABLE)
+    before = np.array(table.tracker.view(0).melds[0].centre)
+    assert table.show_placed(shifted(SCENE.place(pung), 0, du, dv), 3 * STABLE) == []
+    (meld,) = table.tracker.view(0).melds
+    d = (
+        apply(CAL.geometry.seat_to_plane(0), [(du, dv)])[0]
+        - apply(CAL.geometry.seat_to_plane(0), [(0.0, 0.0)])[0]
+    )
+    assert np.allclose(np.array(meld.centre) - before, d, atol=1.0)
+    # and it becomes an added kong where it now lies: one change, one meld
+    changes = table.show_placed(shifted(SCENE.place(kong), 0, du, dv), 3 * STABLE)
+    assert [c.kind for c in changes] == [ChangeKind.MELD_CHANGED]
+    assert [m.meld for m in table.tracker.view(0).melds] == [Meld.of("added_kong", "3333p", 2)]
+
+
+def test_flowers_and_an_open_hand_pushed_along_are_not_doubled() -> None:
+    table = Table()
+    flowers = TableLayout().with_seat(2, flowers=(Tile.SPRING, Tile.PLUM))
+    table.show_placed(SCENE.place(flowers), STABLE)
+    moved = shifted(SCENE.place(flowers), 2, 22, 0, role="flower", group=1)
+    assert table.show_placed(moved, 3 * STABLE) == []
+    assert table.tracker.view(2).flowers == (Tile.SPRING, Tile.PLUM)
+
+    table = Table()
+    hand = tuple(parse_tiles("123m 456p 789s 55s EEE"))
+    laid = TableLayout().with_seat(3, open_tiles=hand)
+    table.show_placed(SCENE.place(laid), STABLE)
+    assert table.show_placed(shifted(SCENE.place(laid), 3, 0, 25), 3 * STABLE) == []
+    assert table.tracker.view(3).open_tiles == hand
+
+
+@pytest.mark.parametrize(("du", "dv"), [(18, 0), (30, 0), (0, 17), (0, 26)])
+def test_a_pung_bumped_as_it_becomes_a_kong_is_one_change(du: float, dv: float) -> None:
+    table = Table()
+    table.show_placed(SCENE.place(one_meld(0, "3p3p3p", source=2)), STABLE)
+    kong = TableLayout().with_seat(0, melds=(Meld.of("added_kong", "3333p", 2),))
+    changes = table.show_placed(shifted(SCENE.place(kong), 0, du, dv), 4 * STABLE)
+    assert [c.kind for c in changes] == [ChangeKind.MELD_CHANGED]
+    assert [m.meld for m in table.tracker.view(0).melds] == [Meld.of("added_kong", "3333p", 2)]
+
+
+def test_a_meld_laid_tile_by_tile_is_only_a_meld() -> None:
+    # the two tiles from the hand lie alone a while before the claimed one joins them
+    table = Table()
+    placed = SCENE.place(one_meld(1, "7s7s7s", source=3))
+    upright = [p for p in placed if not p.sideways]
+    assert table.show_placed(upright, 3 * STABLE) == []
+    (change,) = table.show_placed(placed, 3 * STABLE)
+    assert change.kind is ChangeKind.MELD
+    # a meld just laid, the claiming hand still over its sideways tile
+    table = Table()
+    placed = SCENE.place(one_meld(3, "9p9p9p", source=1))
+    claimed = next(p for p in placed if p.sideways)
+    assert table.show_placed(placed, 3 * STABLE, hand=(claimed.centre, 16.0)) == []
+    (change,) = table.show_placed(placed, 3 * STABLE)
+    assert change.kind is ChangeKind.MELD
+    assert table.tracker.view(3).open_tiles == ()
+
+
+def test_a_pair_laid_open_beside_four_melds_is_a_hand() -> None:
+    # with four melds down no meld can be forming: two loose tiles are the hand laid open
+    melds = tuple(Meld.of("pung", t, 1) for t in ("EEE", "SSS", "WWW", "NNN"))
+    table = Table()
+    table.show_placed(SCENE.place(TableLayout().with_seat(0, melds=melds)), STABLE)
+    pair = TableLayout().with_seat(0, melds=melds, open_tiles=tuple(parse_tiles("55s")))
+    (change,) = table.show_placed(SCENE.place(pair), STABLE)
+    assert change.kind is ChangeKind.OPEN_TILES and change.open_tiles == tuple(parse_tiles("55s"))
+
+
+def test_a_flower_pushed_along_by_a_new_one_is_not_taken_for_it() -> None:
+    # 2f is laid where 5f lay, pushing 5f one tile along; 5f is missed in the first frame
+    table = Table()
+    table.show_placed(SCENE.place(TableLayout().with_seat(3, flowers=(Tile.PLUM,))), STABLE)
+    placed = SCENE.place(TableLayout().with_seat(3, flowers=(Tile.SUMMER, Tile.PLUM)))
+    pushed = frozenset(i for i, p in enumerate(placed) if p.label == Tile.PLUM)
+    table.show_placed(placed, 1, missed=pushed)
+    changes = table.show_placed(placed, 3 * STABLE)
+    assert [(c.kind, c.flower) for c in changes] == [(ChangeKind.FLOWER, Tile.SUMMER)]
+    assert table.tracker.view(3).flowers == (Tile.SUMMER, Tile.PLUM)
+
+
+def test_of_two_alike_melds_the_one_pushed_is_the_one_that_moved() -> None:
+    chow = Meld.of("chow", "345m", 3)
+    placed = SCENE.place(TableLayout().with_seat(0, melds=(chow, chow)))
+    table = Table()
+    table.show_placed(placed, STABLE)
+    moved = shifted(placed, 0, 40, 0, role="meld", group=1)
+    left = next(i for i, p in enumerate(moved) if p.group == 0 and not p.sideways)
+    # the left one misread for a frame just as the right one's new place settles
+    table.show_placed(moved, STABLE - 1)
+    table.show_placed(moved, 1, relabel={left: int(Tile.M9)})
+    assert table.show_placed(moved, 4 * STABLE) == []
+    assert [m.meld for m in table.tracker.view(0).melds] == [chow, chow]
+
+
+def test_an_added_kong_read_unsteadily_is_still_one_change() -> None:
+    # glare on the added tile: every other frame it reads as some other tile
+    table = Table()
+    table.show_placed(
+        SCENE.place(TableLayout().with_seat(2, melds=(Meld.of("pung", "333p", 0),))), STABLE
+    )
+    placed = SCENE.place(TableLayout().with_seat(2, melds=(Meld.of("added_kong", "3333p", 0),)))
+    added = len(placed) - 1
+    changes = []
+    for wrong in parse_tiles("1m E 9s C 7p N 5m 2s"):
+        changes += table.show_placed(placed, 1)
+        changes += table.show_placed(placed, 1, relabel={added: int(wrong)})
+    changes += table.show_placed(placed, STABLE)
+    assert [c.kind for c in changes] == [ChangeKind.MELD_CHANGED]

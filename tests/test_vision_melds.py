@@ -360,6 +360,57 @@ def test_a_tile_found_twice_counts_once() -> None:
     assert len(merge_duplicates(row(0, "1m 2m 3m 4m 5m", gap=0.0))) == 5
 
 
+TABLE = Calibration(np.eye(3), (900, 900))
+
+
+@pytest.mark.parametrize("seat", range(SEATS))
+def test_melds_and_flowers_reaching_past_a_diagonal_stay_whole(seat: int) -> None:
+    # by its own centre, each row's end tile would be the neighbour's: the meld cut in two
+    after, before = (seat + 1) % SEATS, (seat + 3) % SEATS
+    right = row(seat, "3p 3p 3p/", u=745)  # claimed from the player after: the right end
+    left = row(seat, "E E/ E", u=55)
+    flowers = row(seat, "1f 2f 3f", u=680, v0=132)
+    assert [TABLE.seat_of(r.centre) for r in (right[-1], left[0], flowers[-1])] == [
+        after,
+        before,
+        after,
+    ]
+    views = group_table(right + left + flowers, TABLE)
+    opposite = (seat + 2) % SEATS
+    assert keys(views[seat]) == [key("pung", "EEE", opposite), key("pung", "333p", after)]
+    assert views[seat].flowers == tuple(parse_tiles("1f 2f 3f"))
+    assert not views[seat].notes and views[seat].open_tiles == ()
+    assert all(v.is_empty and not v.notes for v in views if v.seat != seat)
+
+
+def test_what_two_seats_lay_at_their_corner_stays_theirs() -> None:
+    # seat 0's pung ends where seat 1's chow begins, touching in seat 0's eyes
+    pung = row(0, "3p 3p/ 3p", u=694)
+    chow = row(1, "4m/ 5m 6m", u=75)
+    views = group_table(pung + chow, TABLE)
+    assert keys(views[0]) == [key("pung", "333p", 2)] and keys(views[1]) == [key("chow", "456m", 0)]
+    # nor are two tiles of a meld being laid there taken into the other seat's
+    views = group_table(pung + row(1, "5m 6m", u=75), TABLE)
+    assert keys(views[0]) == [key("pung", "333p", 2)] and views[0].open_tiles == ()
+    assert views[1].open_tiles == tuple(parse_tiles("5m 6m"))
+
+
+def test_a_tile_seen_more_often_than_the_set_holds_is_flagged() -> None:
+    # a kong of 5p at one seat, a pung of 5p at another: one of them is misread
+    reads = [*row(0, "5p 5p/ 5p 5p"), *row(1, "5p/ 5p 5p"), *row(1, "1f", u=200, v0=132)]
+    reads += [*row(2, "1f", u=200, v0=132), *row(3, "7s 8s 9s")]
+    views = group_table(reads, TABLE)
+    assert [m.meld is not None for v in views for m in v.melds] == [True, True]
+    assert all(m.needs_confirmation for v in views[:2] for m in v.melds)
+    assert "5p is seen 7 times on the table, and the set has 4" in views[0].melds[0].note
+    assert any("1f is seen 2 times" in n for n in views[2].notes)
+    assert views[2].flower_reads[0].needs_confirmation
+    assert not views[3].needs_confirmation
+    # four copies are the set's own: nothing to confirm
+    views = group_table([*row(0, "5p 5p/ 5p 5p"), *row(1, "1f", u=200, v0=132)], TABLE)
+    assert not any(v.needs_confirmation for v in views)
+
+
 def _square_at(c: tuple[float, float]) -> np.ndarray:
     return np.array([[-25, -25], [25, -25], [25, 25], [-25, 25]], float) + c
 

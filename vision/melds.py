@@ -18,8 +18,9 @@ note for the players to confirm.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
@@ -28,7 +29,7 @@ import numpy as np
 
 from controller.errors import HandError, VisionError
 from controller.rules.melds import Meld, MeldKind
-from controller.rules.tiles import Tile
+from controller.rules.tiles import COPIES, NUM_KINDS, Tile
 from vision.calibration import SEATS, Calibration, TableGeometry, apply
 from vision.detection import TileDetection
 from vision.detection import reading_order as _rows
@@ -265,8 +266,22 @@ class _Column:
         return len(self.tiles) > 1
 
 
+def _touching(a: _Tile, b: _Tile, unit: float) -> bool:
+    """Whether two tiles belong together: side by side in a row, or two sideways tiles
+    stacked."""
+    gap_u = abs(a.u - b.u) - a.hu - b.hu
+    gap_v = abs(a.v - b.v) - a.hv - b.hv
+    overlap_v = min(a.v + a.hv, b.v + b.hv) - max(a.v - a.hv, b.v - b.hv)
+    overlap_u = min(a.u + a.hu, b.u + b.hu) - max(a.u - a.hu, b.u - b.hu)
+    beside = gap_u <= TOUCH_FRACTION * unit and overlap_v >= 0.4 * min(a.hv, b.hv) * 2
+    stacked = (
+        a.sideways and b.sideways and gap_v <= 0.3 * unit and overlap_u >= 0.5 * min(a.hu, b.hu) * 2
+    )
+    return beside or stacked
+
+
 def _components(tiles: list[_Tile], unit: float) -> list[list[_Tile]]:
-    """Groups of tiles that touch: side by side in a row, or two sideways tiles stacked."""
+    """Groups of tiles that touch (:func:`_touching`)."""
     n = len(tiles)
     parent = list(range(n))
 
@@ -277,21 +292,8 @@ def _components(tiles: list[_Tile], unit: float) -> list[list[_Tile]]:
         return i
 
     for i in range(n):
-        a = tiles[i]
         for j in range(i + 1, n):
-            b = tiles[j]
-            gap_u = abs(a.u - b.u) - a.hu - b.hu
-            gap_v = abs(a.v - b.v) - a.hv - b.hv
-            overlap_v = min(a.v + a.hv, b.v + b.hv) - max(a.v - a.hv, b.v - b.hv)
-            overlap_u = min(a.u + a.hu, b.u + b.hu) - max(a.u - a.hu, b.u - b.hu)
-            beside = gap_u <= TOUCH_FRACTION * unit and overlap_v >= 0.4 * min(a.hv, b.hv) * 2
-            stacked = (
-                a.sideways
-                and b.sideways
-                and gap_v <= 0.3 * unit
-                and overlap_u >= 0.5 * min(a.hu, b.hu) * 2
-            )
-            if beside or stacked:
+            if _touching(tiles[i], tiles[j], unit):
                 parent[find(i)] = find(j)
     groups: dict[int, list[_Tile]] = {}
     for i in range(n):
@@ -786,8 +788,11 @@ def group_table(
     reads: Iterable[TileRead], calibration: Calibration, *, tile_mm: float | None = None
 ) -> tuple[SeatView, ...]:
     """Every seat's view from the tiles found anywhere on the table: each tile goes to the
-    seat whose zone holds its centre; tiles outside every zone (walls, discards) are left out.
-    A tile found twice counts once (:func:`merge_duplicates`).
+    seat whose zone holds its centre, except that a few tiles past the diagonal continuing a
+    neighbour's row go with that row (:func:`_across_diagonals`); tiles outside every zone
+    (walls, discards) are left out. A tile found twice counts once (:func:`merge_duplicates`).
+    A tile seen more often than the set holds it is flagged wherever it is seen
+    (:func:`_flag_extra_copies`).
     """
     per_seat: list[list[TileRead]] = [[] for _ in range(SEATS)]
     for r in merge_duplicates(list(reads), tile_mm):
@@ -797,6 +802,119 @@ def group_table(
     all_reads = [r for rs in per_seat for r in rs]
     if tile_mm is None and all_reads:
         tile_mm = float(np.median([_in_seat(r, np.eye(3)).short for r in all_reads]))
-    return tuple(
+    unit = tile_mm or DEFAULT_TILE_MM
+    per_seat = _across_diagonals(per_seat, calibration.geometry, unit)
+    views = tuple(
         group_seat(k, per_seat[k], calibration.geometry, tile_mm=tile_mm) for k in range(SEATS)
     )
+    return _flag_extra_copies(views)
+
+
+def _across_diagonals(
+    per_seat: list[list[TileRead]], geometry: TableGeometry, unit: float
+) -> list[list[TileRead]]:
+    """Seats' tiles with those past a diagonal given back to the row they continue.
+
+    A meld at the end of a seat's row may reach past the diagonal, and each tile by its own
+    centre would cut it in two. So the tiles are grouped first, by touching in their own
+    seat's eyes, and a group goes to a neighbour when, seen from the neighbour, it touches the
+    neighbour's groups and joins them whole, the neighbour's part being the larger, it makes
+    no meld on its own side, and it completes one on the neighbour's (or is flowers, which are
+    in whichever row they lie). A meld near the corner never moves, nor does a tile or two
+    of a meld being laid there: melds of two seats meeting at a corner stay apart.
+    """
+    frames = [geometry.plane_to_seat(k) for k in range(SEATS)]
+    groups = [
+        _components([_in_seat(r, frames[k]) for r in per_seat[k]], unit) for k in range(SEATS)
+    ]
+    # every seat's tile centres, and which of its groups each is in
+    centres = [np.array([t.read.centre for g in gs for t in g]).reshape(-1, 2) for gs in groups]
+    owner = [np.array([i for i, g in enumerate(gs) for _ in g], int) for gs in groups]
+    reach = 4.0 * unit  # further apart than this, two tiles' centres cannot touch
+    moves: list[tuple[int, int, list[TileRead]]] = []
+    for j in range(SEATS):
+        for group in groups[j]:
+            reads = [t.read for t in group]
+            mine_at = np.array([r.centre for r in reads])
+            best: tuple[int, int, list[TileRead]] | None = None  # (how many joined, whose, which)
+            for k in ((j + 1) % SEATS, (j + 3) % SEATS):
+                if not len(centres[k]):
+                    continue
+                apart = np.hypot(*(centres[k][:, None, :] - mine_at[None, :, :]).T)
+                close = sorted(set(owner[k][apart.min(axis=0) < reach].tolist()))
+                if not close:
+                    continue
+                mine = [_in_seat(r, frames[k]) for r in reads]
+                near = [
+                    groups[k][i]
+                    for i in close
+                    if any(_touching(a, b, unit) for a in mine for b in groups[k][i])
+                ]
+                theirs = [t for g in near for t in g]
+                larger = len(theirs) > max(len(mine), best[0] if best else 0)
+                if larger and len(_components(mine + theirs, unit)) == 1:
+                    best = (len(theirs), k, [t.read for t in theirs])
+            if best is None or group_seat(j, reads, geometry, tile_mm=unit).melds:
+                continue
+            _, k, theirs_reads = best
+            # what goes over must complete a meld there (or be flowers, which are whoever's
+            # row they lie in): a tile or two of a meld being laid at a corner stay put
+            before = group_seat(k, theirs_reads, geometry, tile_mm=unit).melds
+            after = group_seat(k, theirs_reads + reads, geometry, tile_mm=unit).melds
+            if len(after) > len(before) or all(r.is_flower for r in reads):
+                moves.append((j, k, reads))
+    out = [list(rs) for rs in per_seat]
+    for j, k, reads in moves:
+        ids = {id(r) for r in reads}
+        out[j] = [r for r in out[j] if id(r) not in ids]
+        out[k] += reads
+    return out
+
+
+def _flag_extra_copies(views: tuple[SeatView, ...]) -> tuple[SeatView, ...]:
+    """The views with every tile seen more often than the set holds it (four of each playing
+    tile, one of each flower) flagged where it is seen: some read of it is wrong, and which
+    one cannot be told, so the players are asked."""
+    seen: Counter[int] = Counter()
+    for v in views:
+        seen.update(int(t) for m in v.melds for t in m.tiles)
+        seen.update(int(t) for t in (*v.flowers, *v.open_tiles))
+    extra = {lab: n for lab, n in seen.items() if n > (COPIES if lab < NUM_KINDS else 1)}
+    if not extra:
+        return views
+
+    def why(lab: int) -> str:
+        held = COPIES if lab < NUM_KINDS else 1
+        return f"{Tile(lab).code} is seen {extra[lab]} times on the table, and the set has {held}"
+
+    def flag(r: TileRead) -> TileRead:
+        if r.label not in extra or r.needs_confirmation:
+            return r
+        return TileRead(r.label, r.confidence, r.quad, True, r.alternatives)
+
+    out = []
+    for v in views:
+        shown = {int(t) for m in v.melds for t in m.tiles} | {
+            int(t) for t in (*v.flowers, *v.open_tiles)
+        }
+        here = sorted(shown & extra.keys())
+        if not here:
+            out.append(v)
+            continue
+        melds = []
+        for m in v.melds:
+            mine = sorted({int(t) for t in m.tiles} & extra.keys())
+            if mine:
+                note = "; ".join([*filter(None, [m.note]), *(why(lab) for lab in mine)])
+                m = replace(m, needs_confirmation=True, note=note)
+            melds.append(m)
+        out.append(
+            replace(
+                v,
+                melds=tuple(melds),
+                notes=(*v.notes, *(f"seat {v.seat}: {why(lab)}: check the tiles" for lab in here)),
+                flower_reads=tuple(flag(r) for r in v.flower_reads),
+                open_reads=tuple(flag(r) for r in v.open_reads),
+            )
+        )
+    return tuple(out)

@@ -276,7 +276,8 @@ class TablePipeline:
         return mask.astype(bool)
 
     def bare_test(self, image: np.ndarray) -> Callable[[np.ndarray], bool]:
-        """For one frame, a test of whether a place on the plane (a quad, millimetres) shows
+        """For one frame, a test of whether a place on the plane (a convex polygon such as a
+        tile's quad or the part of one no tile covers, in millimetres) shows
         bare table: most of its pixels have the felt's colour (the colour most of the seat
         zones show), so a hand, a sleeve or a tile there is not bare."""
         ppm = BARE_PX_PER_MM

@@ -8,17 +8,31 @@ once a change has been seen for ``stable_frames`` frames:
 * something new (a flower, a meld, a tile of a hand being laid open) is confirmed once it has
   been seen ``stable_frames`` times (a frame or two missed in between is forgiven);
 * something already confirmed that is not seen is kept for as long as any part of where it
-  lay is *hidden* (not seen as bare table, nor covered by other tiles seen there): occlusion
-  is never read as removal;
+  lay is *hidden*: the part of its place that no tile seen now covers is not bare table.
+  Places are judged by area, not by tiles' centres, so a meld pushed less than a tile along,
+  still covering most of where it lay, leaves its old place in plain view. Occlusion is
+  never read as removal;
+* something seen elsewhere that is the same as a confirmed thing whose place has been in
+  plain view without it for ``stable_frames`` frames was *pushed* there (the nearest of two
+  alike): no change, it lies where it is now. Until that has settled, whatever now lies on
+  the old place does not replace it, and a thing seen anew does not settle as new while one
+  like it has only just left its place;
 * a confirmed thing is *replaced* (a pung becoming an added kong, a misread corrected) when a
   new reading covering the same place has been stable for ``stable_frames`` frames while the
   old one has been out of sight with nothing of its place hidden for as long;
 * it is *removed* once its whole place has been in plain view without it (seen as bare table,
-  or under other tiles that are seen there) for ``remove_frames`` frames.
+  or under other tiles that are seen there) for ``remove_frames`` frames, and no new reading
+  of its kind, not yet stable, lies there (an added kong read unsteadily replaces its pung).
 
-Whether a place is bare table needs the picture: the pipeline passes ``is_bare`` (a quad on
-the plane -> bool). Without it a place counts as hidden unless other tiles are seen on it, so
-nothing is removed that is not replaced.
+Laid-open tiles mean a hand laid open after a win, so loose tiles settle as laid open only
+when they cannot be a meld being laid (or one whose claimed tile a hand still covers): not
+while the seat's loose tiles could all be one meld (up to four of a tile, up to three of a
+run) and the seat has fewer than four melds. Loose tiles lying where a confirmed meld or
+flower lies are that thing seen in part, and do not count.
+
+Whether a place is bare table needs the picture: the pipeline passes ``is_bare`` (a convex
+polygon on the plane -> bool). Without it a place counts as hidden unless tiles seen cover it,
+so nothing is removed that is not replaced.
 
 :meth:`TableTracker.reset` starts a new hand (the table clears its tiles between hands).
 """
@@ -38,7 +52,8 @@ from vision.calibration import SEATS, TableGeometry, apply
 from vision.melds import DEFAULT_TILE_MM, MeldView, SeatView, TileRead, reading_order
 
 BareTest = Callable[[np.ndarray], bool]
-"""Whether a quad on the plane (4x2 millimetres) is seen as bare table in the current frame."""
+"""Whether a convex polygon on the plane (Nx2 millimetres: a tile's quad, or the part of one
+that no tile seen covers) is seen as bare table in the current frame."""
 
 
 class ChangeKind(StrEnum):
@@ -139,19 +154,122 @@ def _footprint(value: MeldView | TileRead) -> list[np.ndarray]:
     return [value.quad]
 
 
-def _inside(point: np.ndarray, quad: np.ndarray) -> bool:
-    """Whether a point lies inside a convex quad (either winding)."""
-    edges = np.roll(quad, -1, axis=0) - quad
-    rel = point - quad
-    cross = edges[:, 0] * rel[:, 1] - edges[:, 1] * rel[:, 0]
-    return bool(np.all(cross >= 0) or np.all(cross <= 0))
+EDGE_MM = 3.0
+"""How far beyond a seen tile's outline its edge may still show (the outline found is a few
+millimetres off, and the tile's side shows around its face): what it covers, it covers that
+much further."""
+PIECE_FRACTION = 0.15
+"""A part of a place left uncovered by seen tiles smaller than this share of it is not judged:
+too thin a strip to tell felt from a tile's edge."""
+OVERLAP_FRACTION = 0.2
+"""Two footprints share ground when they overlap by more than this share of a tile: neighbours
+laid touching overlap only by what their outlines are off."""
+
+
+def _ccw(poly: np.ndarray) -> np.ndarray:
+    """A convex polygon's corners counter-clockwise (the plane's y runs down: any fixed
+    winding will do, as long as every polygon has the same)."""
+    poly = np.asarray(poly, np.float64)
+    return poly if _signed_area(poly) >= 0 else poly[::-1]
+
+
+def _signed_area(poly: np.ndarray) -> float:
+    x, y = poly[:, 0], poly[:, 1]
+    wrap = x[-1] * y[0] - y[-1] * x[0]
+    return 0.5 * float(np.dot(x[:-1], y[1:]) - np.dot(y[:-1], x[1:]) + wrap)
+
+
+def _clip(poly: np.ndarray, a: np.ndarray, b: np.ndarray, keep_left: bool) -> np.ndarray:
+    """The part of a convex polygon on one side of the line through ``a`` and ``b``."""
+    if len(poly) == 0:
+        return poly
+    d = b - a
+    side = d[0] * (poly[:, 1] - a[1]) - d[1] * (poly[:, 0] - a[0])
+    if not keep_left:
+        side = -side
+    out = []
+    for i in range(len(poly)):
+        j = (i + 1) % len(poly)
+        if side[i] >= 0:
+            out.append(poly[i])
+        if (side[i] >= 0) != (side[j] >= 0):
+            t = side[i] / (side[i] - side[j])
+            out.append(poly[i] + t * (poly[j] - poly[i]))
+    return np.array(out).reshape(-1, 2)
+
+
+def _edges(poly: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [(poly[i], poly[(i + 1) % len(poly)]) for i in range(len(poly))]
+
+
+def _intersection(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The common part of two counter-clockwise convex polygons."""
+    for a, b in _edges(q):
+        p = _clip(p, a, b, keep_left=True)
+    return p
+
+
+def _minus(p: np.ndarray, q: np.ndarray) -> list[np.ndarray]:
+    """The parts of a convex polygon ``p`` outside a convex ``q`` (both counter-clockwise),
+    as convex pieces: beyond each of ``q``'s edges in turn, of what is left inside the others."""
+    pieces = []
+    for a, b in _edges(q):
+        outside = _clip(p, a, b, keep_left=False)
+        if len(outside) >= 3 and abs(_signed_area(outside)) > 1e-6:
+            pieces.append(outside)
+        p = _clip(p, a, b, keep_left=True)
+        if len(p) < 3:
+            break
+    return pieces
+
+
+def _grow(poly: np.ndarray, mm: float) -> np.ndarray:
+    """A counter-clockwise convex polygon with every edge moved ``mm`` outwards."""
+    d = np.roll(poly, -1, axis=0) - poly
+    lengths = np.hypot(d[:, 0], d[:, 1])
+    lengths[lengths == 0] = 1.0
+    normal = np.stack([d[:, 1], -d[:, 0]], axis=1) / lengths[:, None]  # outward of each edge
+    before = np.roll(normal, 1, axis=0)  # the edge ending at each corner
+    bisector = (before + normal) / np.maximum(1.0 + np.sum(before * normal, axis=1), 0.1)[:, None]
+    return poly + mm * bisector
+
+
+def _uncovered(place: np.ndarray, seen: np.ndarray) -> list[np.ndarray]:
+    """The parts of a place (a convex polygon) that no seen tile (``seen``: Nx4x2) covers, as
+    convex pieces, leaving out slivers too small to judge."""
+    place = _ccw(place)
+    whole = abs(_signed_area(place))
+    pieces = [place]
+    lo, hi = place.min(axis=0) - EDGE_MM, place.max(axis=0) + EDGE_MM
+    near = (seen.min(axis=1) < hi).all(axis=1) & (seen.max(axis=1) > lo).all(axis=1)
+    for tile in seen[near]:
+        grown = _grow(_ccw(tile), EDGE_MM)
+        pieces = [part for piece in pieces for part in _minus(piece, grown)]
+        if not pieces:
+            break
+    return [p for p in pieces if abs(_signed_area(p)) >= PIECE_FRACTION * whole]
+
+
+def _apart(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two sets of points have bounding boxes that do not meet."""
+    return bool((a.min(axis=0) >= b.max(axis=0)).any() or (b.min(axis=0) >= a.max(axis=0)).any())
 
 
 def _overlaps(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
-    """Two footprints share ground: a tile centre of one lies inside a tile of the other."""
-    return any(_inside(qa.mean(axis=0), qb) for qa in a for qb in b) or any(
-        _inside(qb.mean(axis=0), qa) for qa in a for qb in b
-    )
+    """Two footprints share ground: their tiles overlap by more than a small share of one."""
+    if _apart(np.concatenate(a), np.concatenate(b)):
+        return False
+    shared = 0.0
+    for qa in a:
+        for qb in b:
+            if not _apart(qa, qb):
+                common = _intersection(_ccw(qa), _ccw(qb))
+                if len(common) >= 3:
+                    shared += abs(_signed_area(common))
+    if not shared:
+        return False
+    tile = min(abs(_signed_area(q)) for q in a + b)
+    return shared > OVERLAP_FRACTION * tile
 
 
 class TableTracker:
@@ -258,9 +376,11 @@ class TableTracker:
         if len(views) != SEATS:
             raise VisionError(f"the tracker takes four seat views, not {len(views)}")
         self.frame = self.frame + 1 if frame is None else int(frame)
+        # a tile across a zone's edge still covers what it lies on
+        seen = np.array([r.quad for view in views for r in view.reads]).reshape(-1, 4, 2)
         changes: list[TableChange] = []
         for view in views:
-            changes += self._update_seat(view, is_bare)
+            changes += self._update_seat(view, seen, is_bare)
         return changes
 
     def _observations(self, view: SeatView) -> list[tuple[str, Any, MeldView | TileRead]]:
@@ -270,7 +390,9 @@ class TableTracker:
         obs += [(_OPEN, r.label, r) for r in view.open_reads]
         return obs
 
-    def _update_seat(self, view: SeatView, is_bare: BareTest | None) -> list[TableChange]:
+    def _update_seat(
+        self, view: SeatView, seen: np.ndarray, is_bare: BareTest | None
+    ) -> list[TableChange]:
         seat = view.seat
         tracks = self._tracks[seat]
         observed: set[int] = set()
@@ -295,14 +417,13 @@ class TableTracker:
             t.seen += 1
             t.missed = t.clear = 0
         # what was not seen: hidden, replaced by what is seen there, or gone
-        seen_centres = [r.quad.mean(axis=0) for r in view.reads]
         for i, t in enumerate(tracks):
             if i in observed:
                 continue
             t.missed += 1
             if not t.confirmed:
                 continue
-            hidden = any(self._hidden(q, seen_centres, is_bare) for q in t.footprint)
+            hidden = any(self._hidden(q, seen, is_bare) for q in t.footprint)
             t.clear = 0 if hidden else t.clear + 1
         tracks += fresh
         changes = self._settle(seat, tracks)
@@ -310,11 +431,14 @@ class TableTracker:
         self._tracks[seat] = [t for t in tracks if t.confirmed or t.missed < self.forget_frames]
         return changes
 
-    def _hidden(self, quad: np.ndarray, seen: list[np.ndarray], is_bare: BareTest | None) -> bool:
-        """Whether a place cannot be seen: neither a tile seen on it nor bare table."""
-        if any(_inside(c, quad) for c in seen):
+    def _hidden(self, quad: np.ndarray, seen: np.ndarray, is_bare: BareTest | None) -> bool:
+        """Whether a place cannot be seen: some part of it that no seen tile covers is not
+        bare table. By area, not by tiles' centres: a meld pushed less than a tile along still
+        covers most of where it lay, and the rest of its old place must count as seen."""
+        pieces = _uncovered(quad, seen)
+        if not pieces:
             return False
-        return is_bare is None or not is_bare(quad)
+        return is_bare is None or not all(is_bare(p) for p in pieces)
 
     def _settle(self, seat: int, tracks: list[_Track]) -> list[TableChange]:
         changes: list[TableChange] = []
@@ -330,9 +454,14 @@ class TableTracker:
                 old.value, old.footprint = cand.value, cand.footprint
                 old.missed = old.clear = 0
                 tracks.remove(cand)
+        hand_open = any(t.kind == _OPEN for t in ready) and self._hand_open(tracks)
         for cand in ready:
             if cand not in tracks:
                 continue
+            if cand.kind == _OPEN and not hand_open:
+                continue  # loose tiles that may be a meld still being laid: not a hand yet
+            if self._leaving(cand, tracks):
+                continue  # the same thing just left its place: it may have been pushed here
             rivals = [
                 t
                 for t in tracks
@@ -340,6 +469,8 @@ class TableTracker:
             ]
             if any(t.missed == 0 or t.clear < self.stable_frames for t in rivals):
                 continue  # the old reading is still there, or its place is hidden: wait
+            if any(self._arriving(t, tracks) for t in rivals):
+                continue  # what lay here is seen elsewhere, not yet settled: it may have moved
             cand.confirmed = True
             for t in rivals:
                 tracks.remove(t)
@@ -350,6 +481,14 @@ class TableTracker:
                 changes += [self._removed(seat, t) for t in changed if t.kind != _OPEN]
             open_changed |= cand.kind == _OPEN or any(t.kind == _OPEN for t in rivals)
         for t in [t for t in tracks if t.confirmed and t.clear >= self.remove_frames]:
+            if any(
+                not c.confirmed
+                and c.kind == t.kind
+                and c.missed < self.forget_frames
+                and _overlaps(c.footprint, t.footprint)
+                for c in tracks
+            ):
+                continue  # a new reading of its place, not yet steady, will replace it
             tracks.remove(t)
             open_changed |= t.kind == _OPEN
             if t.kind != _OPEN:
@@ -368,12 +507,64 @@ class TableTracker:
         return changes
 
     def _moved_from(self, cand: _Track, tracks: list[_Track]) -> _Track | None:
-        """A confirmed track of the same thing, out of sight with its place in plain view:
-        the thing was pushed along the table."""
-        for t in tracks:
-            if t.confirmed and t.kind == cand.kind and t.key == cand.key and t.clear > 0:
-                return t
-        return None
+        """The nearest confirmed track of the same thing, out of sight with its place in plain
+        view for as long as the new reading has been steady: the thing was pushed along."""
+        gone = [
+            t
+            for t in tracks
+            if t.confirmed
+            and (t.kind, t.key) == (cand.kind, cand.key)
+            and t.clear >= self.stable_frames
+        ]
+        return min(gone, key=lambda t: float(np.hypot(*(t.centre - cand.centre))), default=None)
+
+    def _leaving(self, cand: _Track, tracks: list[_Track]) -> bool:
+        """Whether a confirmed track of the same thing has lately begun to be out of sight
+        with its place in plain view: until that has lasted, it may be what moved here."""
+        return any(
+            t.confirmed
+            and (t.kind, t.key) == (cand.kind, cand.key)
+            and 0 < t.clear < self.stable_frames
+            for t in tracks
+        )
+
+    def _arriving(self, old: _Track, tracks: list[_Track]) -> bool:
+        """Whether a reading of the same thing as ``old`` is seen elsewhere, not yet steady:
+        ``old`` may have been pushed there, which is not known until that reading settles."""
+        return any(
+            not t.confirmed
+            and (t.kind, t.key) == (old.kind, old.key)
+            and t.missed < self.forget_frames
+            for t in tracks
+        )
+
+    def _hand_open(self, tracks: list[_Track]) -> bool:
+        """Whether a seat's loose tiles are a hand laid open rather than a meld being laid
+        (or one whose sideways tile a hand still covers): they are, unless they could all be
+        one meld (up to four of a tile, or up to three of a run) and the seat has room for it."""
+        if sum(t.confirmed and t.kind == _MELD for t in tracks) >= 4:
+            return True  # no fifth meld: loose tiles can only be the hand
+        # only what is steady, and not where a meld or flower lies (that is it, seen in part
+        # past a hand): a tile misread for a frame must not make two of a tile a hand
+        others = [t for t in tracks if t.confirmed and t.kind != _OPEN]
+        loose = sorted(
+            int(t.value.label)  # type: ignore[union-attr]
+            for t in tracks
+            if t.kind == _OPEN
+            and (t.confirmed or (not t.missed and t.seen >= self.stable_frames))
+            and not any(_overlaps(t.footprint, o.footprint) for o in others)
+        )
+        if not loose:
+            return True
+        same = len(loose) <= 4 and len(set(loose)) == 1
+        run = (
+            len(loose) <= 3
+            and len(set(loose)) == len(loose)
+            and loose[-1] < 27
+            and loose[0] // 9 == loose[-1] // 9
+            and loose[-1] - loose[0] <= 2
+        )
+        return not (same or run)
 
     def _report(self, seat: int, cand: _Track, rivals: list[_Track]) -> list[TableChange]:
         out: list[TableChange] = []
