@@ -63,6 +63,12 @@ def test_boxes_and_polygons():
         "3 0.1 0.1 0.2 0.2 0.3",
         "1 nan nan nan nan",  # would be clipped into a whole-photo box
         "1 0.5 0.5 inf 0.1",
+        "4 320 320 40 60",  # pixels, not shares: every box would be dropped
+        "4 0.5 0.5 3 3",  # would be clipped into a whole-photo box
+        "4 1.5 1.5 0.1 0.1",  # wholly off the photo: would be dropped
+        "4 0.5 0.5 -0.1 0.1",
+        "4 0.5 0.5 0 0.1",
+        "30 0.1 0.1 0.3 0.1 0.3 1.3 0.1 0.3",
     ],
 )
 def test_bad_label_lines(line):
@@ -140,6 +146,12 @@ def test_real_photos_split_by_source(shared_data):
 
 def test_missing_folder(tmp_path):
     with pytest.raises(ModelError, match="no photos"):
+        load_photos(tmp_path)
+    _labelled_folder(tmp_path, ["a.jpg"])
+    for p in (tmp_path / "labels").iterdir():
+        p.unlink()
+    (tmp_path / "labels").rmdir()
+    with pytest.raises(ModelError, match="not a folder of labelled photos"):
         load_photos(tmp_path)
     with pytest.raises(ModelError, match="unknown split"):
         load_photos(tmp_path, ["test"])
@@ -264,3 +276,38 @@ def test_label_overlap_is_a_share_and_ignores_where_and_how_big(boxes, scale, sh
     assert 0.0 <= v <= 1.0 + 1e-6
     moved = b * scale + np.array([shift, shift, 0, 0], np.float32)
     assert label_overlap(moved) == pytest.approx(v, abs=1e-3)
+
+
+def _labelled_folder(root, names: list[str], label: str = "4 0.5 0.5 0.2 0.4\n"):
+    (root / "images").mkdir()
+    (root / "labels").mkdir()
+    _, jpeg = cv2.imencode(".jpg", np.zeros((30, 40, 3), np.uint8))
+    for name in names:
+        (root / "images" / name).write_bytes(jpeg.tobytes())
+        (root / "labels" / (Path(name).stem + ".txt")).write_text(label)
+
+
+def test_a_damaged_data_folder_is_refused_not_read_as_fewer_tiles(tmp_path):
+    _labelled_folder(tmp_path, ["a.jpg", "b.JPG", "c.jpeg"])
+    assert [p.path.name for p in load_photos(tmp_path)] == ["a.jpg", "b.JPG", "c.jpeg"]
+    (tmp_path / "labels" / "b.txt").unlink()  # would have taught that b holds no tiles
+    with pytest.raises(ModelError, match=r"1 photos without a label file: b\.JPG"):
+        load_photos(tmp_path)
+    (tmp_path / "labels" / "b.txt").write_text("")  # a photo of no tiles says so: legal
+    assert [len(p.labels) for p in load_photos(tmp_path)] == [1, 0, 1]
+    (tmp_path / "images" / "c.jpeg").unlink()
+    with pytest.raises(ModelError, match="1 label files without a photo: c"):
+        load_photos(tmp_path)
+
+
+def test_a_bad_label_file_is_named(tmp_path):
+    _labelled_folder(tmp_path, ["a.jpg", "b.jpg"])
+    (tmp_path / "labels" / "b.txt").write_text("4 0.5 0.5 0.2 0.4\n99 0.5 0.5 0.1 0.1\n")
+    with pytest.raises(ModelError, match=r"b\.txt: label line 2 has class 99"):
+        load_photos(tmp_path)
+    (tmp_path / "labels" / "b.txt").write_bytes(b"4 0.5 0.5 0.2 \xff\n")
+    with pytest.raises(ModelError, match=r"cannot read b\.txt"):
+        load_photos(tmp_path)
+    # saved by an editor that starts with a byte-order mark
+    (tmp_path / "labels" / "b.txt").write_bytes("4 0.5 0.5 0.2 0.4\r\n".encode("utf-8-sig"))
+    assert [len(p.labels) for p in load_photos(tmp_path)] == [1, 1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -599,6 +600,9 @@ def test_what_cannot_be_a_model_folder_is_refused_before_any_work(first, tmp_pat
         ("quantise_photos", -1, "quantise_photos must be a whole number, 0 or more"),
         ("quantise_tables", 1.5, "quantise_tables must be a whole number"),
         ("quantise_tables", 0, "quantise_tables must be 1 or more when"),
+        ("seed", 2**70, "seed must be below 2\\*\\*63"),
+        ("threads", 100_000, "threads must be at most 256"),
+        ("finder_deep_width", float("inf"), "deep width must be above 0 and at most 8"),
     ],
 )
 def test_settings_that_cannot_train_are_refused_at_once(tmp_path, field, value, said):
@@ -638,3 +642,117 @@ def test_the_settings_of_each_part_are_fields_of_the_configuration():
     names = {f.name for f in fields(TrainConfig)}
     assert set(FINDER_SETTINGS) <= names and set(CLASSIFIER_SETTINGS) <= names
     assert not set(FINDER_SETTINGS) & set(CLASSIFIER_SETTINGS)
+
+
+def test_a_folder_of_the_users_own_is_not_trained_into(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "model.json").write_text('{"my": "settings"}')
+    (out / "notes.txt").write_text("notes")
+    logs: list[str] = []
+    with pytest.raises(ModelError, match="holds files and is not a model folder"):
+        train(TrainConfig.preset("tiny", None, out, log=logs.append))
+    assert logs == [] and (out / "model.json").read_text() == '{"my": "settings"}'
+
+
+def test_a_model_folder_that_cannot_be_made_is_refused_before_any_work(tmp_path):
+    (tmp_path / "a-file").write_text("a file where a folder would go")
+    logs: list[str] = []
+    with pytest.raises(ModelError, match="cannot write the model to"):
+        train(TrainConfig.preset("tiny", None, tmp_path / "a-file" / "m", log=logs.append))
+    assert logs == []
+
+
+def test_a_run_that_fails_into_a_new_folder_leaves_no_folder(tmp_path, monkeypatch):
+    import vision.training as training
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "_train_into", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        train(TrainConfig.preset("tiny", None, tmp_path / "new", log=lambda _: None))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_stopped_while_moving_its_files_leaves_a_folder_that_will_not_load(
+    first, tmp_path, monkeypatch
+):
+    # never the new finder with the old manifest's settings, loading without complaint
+    import shutil
+
+    import vision.training as training
+
+    out = tmp_path / "model"
+    shutil.copytree(first, out)
+    real = training.os.replace
+    moved: list[str] = []
+
+    def stop_at_the_third(src, dst):
+        if len(moved) == 2:
+            raise KeyboardInterrupt
+        moved.append(Path(dst).name)
+        return real(src, dst)
+
+    monkeypatch.setattr(training, "_train_into", lambda cfg: _fake_model(first, cfg.out_dir))
+    monkeypatch.setattr(training.os, "replace", stop_at_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        train(TrainConfig.preset("tiny", None, out, log=lambda _: None))
+    assert moved == ["finder.onnx", "classifier.onnx"]
+    with pytest.raises(ModelError, match=r"has no model\.json"):
+        TileRecognizer(out)
+
+
+def _fake_model(src: Path, out: Path) -> dict:
+    """A run's work folder filled with a copy of ``src`` (no training)."""
+    import shutil
+
+    for name in ("finder.onnx", "classifier.onnx", "base_head.npz", "model.json"):
+        shutil.copy2(src / name, out / name)
+    return json.loads((out / "model.json").read_text())
+
+
+def test_a_kept_part_is_the_file_its_manifest_names(first, tmp_path):
+    import shutil
+
+    from vision.training import _kept_file, _reuse
+
+    kept = tmp_path / "kept"
+    shutil.copytree(first, kept)
+    (kept / "classifier.onnx").rename(kept / "cls.onnx")
+    (kept / "classifier.onnx").write_bytes(b"a stale file, named by nothing")
+    manifest = json.loads((kept / "model.json").read_text())
+    manifest["classifier"] = "cls.onnx"
+    (kept / "model.json").write_text(json.dumps(manifest))
+    out = tmp_path / "out"
+    out.mkdir()
+    source = _kept_file(kept, "classifier", "classifier.onnx")
+    figures = _reuse(kept, out, "classifier", ((source, "classifier.onnx"),), {})
+    assert (out / "classifier.onnx").read_bytes() == (first / "classifier.onnx").read_bytes()
+    assert figures == {}  # a kept model whose manifest records no figures gives none
+
+
+def test_a_kept_classifier_without_its_trained_head_is_refused_before_any_work(first, tmp_path):
+    import shutil
+
+    kept = tmp_path / "kept"
+    shutil.copytree(first, kept)
+    (kept / "base_head.npz").unlink()
+    logs: list[str] = []
+    cfg = TrainConfig.preset("tiny", None, tmp_path / "m", reuse_classifier=kept, log=logs.append)
+    with pytest.raises(ModelError, match=r"has no base_head\.npz"):
+        train(cfg)
+    assert logs == [] and not (tmp_path / "m").exists()
+
+
+def test_a_manifest_that_cannot_be_written_is_a_model_error(first, tmp_path):
+    from vision.training import write_manifest
+
+    with pytest.raises(ModelError, match="cannot write"):
+        write_manifest(tmp_path / "none", {"format": 1})
+    out = tmp_path / "m"
+    out.mkdir()
+    write_manifest(out, {"format": 1})
+    assert json.loads((out / "model.json").read_text()) == {"format": 1}
+    assert (out / "model.json").stat().st_mode & 0o644 == 0o644
+    assert [p.name for p in out.iterdir()] == ["model.json"]

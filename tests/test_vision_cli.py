@@ -148,12 +148,15 @@ def test_label_box_lessons_choices_are_the_trainings():
     ("option", "value", "said"),
     [
         ("--finder-deep-width", "0", "--finder-deep-width must be above 0"),
+        ("--finder-deep-width", "inf", "--finder-deep-width must be above 0 and at most 8"),
         ("--classifier-any-tilt", "1.5", "--classifier-any-tilt must be a share from 0 to 1"),
         ("--classifier-any-tilt", "nan", "--classifier-any-tilt must be a share from 0 to 1"),
-        ("--finder-epochs", "0", "--finder-epochs must be 1 or more"),
-        ("--classifier-epochs", "-1", "--classifier-epochs must be 1 or more"),
-        ("--threads", "0", "--threads must be 1 or more"),
-        ("--seed", "-1", "--seed must be 0 or more"),
+        ("--finder-epochs", "0", "--finder-epochs must be 1 to"),
+        ("--classifier-epochs", "-1", "--classifier-epochs must be 1 to"),
+        ("--threads", "0", "--threads must be 1 to 256"),
+        ("--threads", "100000", "--threads must be 1 to 256"),
+        ("--seed", "-1", "--seed must be 0 to 2**63 - 1"),
+        ("--seed", "99999999999999999999999", "--seed must be 0 to 2**63 - 1"),
         ("--tune-tables", "0", "--tune-tables must be at least 1"),
     ],
 )
@@ -163,6 +166,31 @@ def test_train_with_an_option_out_of_range(tmp_path, shared_data, capsys, option
     assert main([*args, option, value]) == 2
     assert said in capsys.readouterr().err
     assert not (tmp_path / "model.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--preset", "tiny"], "--preset tiny trains a trial model: give it an --out folder"),
+        (["--retune", "M", "--preset", "tiny"], "--retune trains nothing, so --preset"),
+        (["--quantise", "M", "--seed", "3"], "--quantise trains nothing, so --seed"),
+        (
+            ["--out", "O", "--reuse-finder", "M", "--finder-epochs", "3"],
+            "--reuse-finder keeps the finder, so --finder-epochs would do nothing",
+        ),
+        (
+            ["--out", "O", "--reuse-classifier", "M", "--label-box-lessons", "none"],
+            "--reuse-classifier keeps the classifier, so --label-box-lessons would do",
+        ),
+    ],
+)
+def test_train_options_that_would_be_ignored_or_overwrite_the_shipped_model_are_refused(
+    tmp_path, shared_data, capsys, args, said
+):
+    argv = [a.replace("M", str(tmp_path / "m")).replace("O", str(tmp_path / "o")) for a in args]
+    assert main(["train", "--data", str(shared_data), *argv]) == 2
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
 
 
 def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, shared_data, capsys):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 EXIT_OK = 0
@@ -26,6 +27,8 @@ that building the parser imports nothing heavy (a test keeps the two alike)."""
 TUNE_TABLES_DEFAULT = 20
 """Rendered tables each finder threshold is run on when ``--tune-tables`` is not given (the
 full preset's :attr:`~vision.training.TrainConfig.tune_table_frames`)."""
+MAX_THREADS = 256
+"""More training threads than this is a typing slip (PyTorch crashes on 100000)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -216,14 +219,21 @@ def train_command(args: argparse.Namespace) -> int:
         )
     if args.tune_tables is not None and args.tune_tables < 1:
         raise ConfigError(f"--tune-tables must be at least 1, not {args.tune_tables}")
-    for flag in ("threads", "finder_epochs", "classifier_epochs"):
+    for flag, most in (
+        ("threads", MAX_THREADS),
+        ("finder_epochs", 10_000),
+        ("classifier_epochs", 10_000),
+    ):
         value = getattr(args, flag)
-        if value is not None and value < 1:  # 0 must not read as "the preset's"
-            raise ConfigError(f"--{flag.replace('_', '-')} must be 1 or more, not {value}")
-    if args.seed < 0:
-        raise ConfigError(f"--seed must be 0 or more, not {args.seed}")
-    if args.finder_deep_width is not None and not args.finder_deep_width > 0:
-        raise ConfigError(f"--finder-deep-width must be above 0, not {args.finder_deep_width}")
+        # 0 must not read as "the preset's"; PyTorch crashes on 100000 threads
+        if value is not None and not 1 <= value <= most:
+            raise ConfigError(f"--{flag.replace('_', '-')} must be 1 to {most}, not {value}")
+    if not 0 <= args.seed < 2**63:  # the generators take a 64-bit seed
+        raise ConfigError(f"--seed must be 0 to 2**63 - 1, not {args.seed}")
+    if args.finder_deep_width is not None and not 0 < args.finder_deep_width <= 8:
+        raise ConfigError(
+            f"--finder-deep-width must be above 0 and at most 8, not {args.finder_deep_width}"
+        )
     if args.classifier_any_tilt is not None and not 0 <= args.classifier_any_tilt <= 1:
         raise ConfigError(
             f"--classifier-any-tilt must be a share from 0 to 1, not {args.classifier_any_tilt}"
@@ -246,6 +256,11 @@ def train_command(args: argparse.Namespace) -> int:
             )
             if getattr(args, name) is not None
         ] + (["--no-quantise"] if args.no_quantise else [])
+        ignored += [
+            flag
+            for flag, given in (("--preset", args.preset != "full"), ("--seed", args.seed != 0))
+            if given
+        ]
         if ignored:  # said, not silently dropped: the user may think they trained
             raise ConfigError(f"{option} trains nothing, so {', '.join(ignored)} would do nothing")
         return _retune(
@@ -255,6 +270,23 @@ def train_command(args: argparse.Namespace) -> int:
             args.tune_tables or TUNE_TABLES_DEFAULT,
             quantise=args.quantise is not None,
         )
+    if args.out is None and args.preset != "full":
+        # the default is the committed model, which only the full preset reproduces
+        raise ConfigError(f"--preset {args.preset} trains a trial model: give it an --out folder")
+    for kept, part, options in (
+        ("reuse_finder", "finder", ("finder_epochs", "finder_deep_width")),
+        (
+            "reuse_classifier",
+            "classifier",
+            ("classifier_epochs", "classifier_any_tilt", "label_box_lessons"),
+        ),
+    ):
+        given = [f"--{o.replace('_', '-')}" for o in options if getattr(args, o) is not None]
+        if getattr(args, kept) is not None and given:
+            raise ConfigError(
+                f"--{kept.replace('_', '-')} keeps the {part}, so {', '.join(given)} would do "
+                "nothing"
+            )
     out = args.out or DEFAULT_MODEL_DIR
     cfg = TrainConfig.preset(
         args.preset,
@@ -297,6 +329,11 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
     from vision.training import TrainConfig, quantise_model, tune
 
     TileRecognizer(model_dir)  # a folder that is not a model: ModelError before any photo is read
+    try:  # a folder it cannot write into: said now, not after the tuning
+        with tempfile.TemporaryFile(dir=model_dir):
+            pass
+    except OSError as exc:
+        raise ModelError(f"cannot write into {model_dir}: {exc.strerror or exc}") from None
     photos = (
         load_photos(data / "real-photos", ["validation"]) if (data / "real-photos").is_dir() else []
     )

@@ -108,6 +108,11 @@ class LabelledPhoto:
         return img
 
 
+COORD_SLACK = 0.01
+"""How far past the photo's edge (as a share of its side) a label's coordinate may reach."""
+PHOTO_SUFFIXES = frozenset({".jpg", ".jpeg"})
+
+
 def parse_label_file(text: str, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     """Boxes (N x 4, pixels) and labels (N) from the text of one YOLO label file."""
     boxes, labels = [], []
@@ -123,10 +128,19 @@ def parse_label_file(text: str, width: int, height: int) -> tuple[np.ndarray, np
         if not all(math.isfinite(v) for v in vals):
             # max(0, nan) is 0 and min(1, nan) is 1: a NaN would become a whole-photo box
             raise ModelError(f"label line {n} has a coordinate that is not a number: {line!r}")
+        # coordinates are shares of the photo's sides: pixels (320) or a size of 3 would be
+        # clipped into a whole-photo box or dropped, silently teaching the wrong tile
+        if not all(-COORD_SLACK <= v <= 1 + COORD_SLACK for v in vals):
+            raise ModelError(
+                f"label line {n} has a coordinate outside 0-1 (coordinates are shares of the "
+                f"photo's width and height): {line!r}"
+            )
         if not 0 <= cls < len(ROBOFLOW_TO_LABEL):
             raise ModelError(f"label line {n} has class {cls}, not 0-{len(ROBOFLOW_TO_LABEL) - 1}")
         if len(vals) == 4:
             cx, cy, w, h = vals
+            if w <= 0 or h <= 0:
+                raise ModelError(f"label line {n} has a box of no size: {line!r}")
             x0, y0, x1, y1 = cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
         elif len(vals) >= 6 and len(vals) % 2 == 0:
             xs, ys = vals[0::2], vals[1::2]
@@ -153,18 +167,47 @@ def load_photos(root: str | Path, splits: Iterable[str] = SPLITS) -> list[Labell
     unknown = wanted - set(SPLITS)
     if unknown:
         raise ModelError(f"unknown split(s) {sorted(unknown)}; use {', '.join(SPLITS)}")
-    images = sorted((root / "images").glob("*.jpg"))
-    if not images:
-        raise ModelError(f"no photos in {root / 'images'}")
+    try:
+        images = (
+            sorted(p for p in (root / "images").iterdir() if p.suffix.lower() in PHOTO_SUFFIXES)
+            if (root / "images").is_dir()
+            else []
+        )
+        if not images:
+            raise ModelError(f"no photos in {root / 'images'}")
+        label_names = {p.stem for p in (root / "labels").iterdir() if p.suffix == ".txt"}
+    except OSError as exc:
+        raise ModelError(
+            f"{root} is not a folder of labelled photos (images/ and labels/): "
+            f"{exc.strerror or exc}"
+        ) from None
+    # a photo without its label file would teach that it holds no tiles; a label file
+    # without its photo says the data was damaged in copying
+    unlabelled = [p.name for p in images if p.stem not in label_names]
+    orphans = sorted(label_names - {p.stem for p in images})
+    for names, what in (
+        (unlabelled, "photos without a label file"),
+        (orphans, "label files without a photo"),
+    ):
+        if names:
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            raise ModelError(f"{root}: {len(names)} {what}: {', '.join(names[:3])}{more}")
     out = []
     for img_path in images:
         source = source_of(img_path)
         if split_of(source) not in wanted:
             continue
         label_path = root / "labels" / (img_path.stem + ".txt")
-        text = label_path.read_text() if label_path.exists() else ""
-        w, h = _jpeg_size(img_path)
-        boxes, labels = parse_label_file(text, w, h)
+        try:
+            # utf-8-sig: a file saved by a Windows editor starts with a byte-order mark
+            text = label_path.read_text(encoding="utf-8-sig")
+            w, h = _jpeg_size(img_path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ModelError(f"cannot read {label_path.name} or its photo: {exc}") from None
+        try:
+            boxes, labels = parse_label_file(text, w, h)
+        except ModelError as exc:
+            raise ModelError(f"{label_path}: {exc.message}") from None
         out.append(LabelledPhoto(img_path, source, (w, h), boxes, labels))
     return out
 

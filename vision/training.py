@@ -20,6 +20,7 @@ the procedural faces and the public-domain art.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -168,10 +169,15 @@ class TrainConfig:
                 raise ModelError(f"{name} must be above 0, not {getattr(self, name)}")
         if not self.finder_stretch >= 1:
             raise ModelError(f"finder_stretch must be 1 (none) or more, not {self.finder_stretch}")
-        if not self.finder_deep_width > 0:
+        if not 0 < self.finder_deep_width <= 8:  # inf would fail once the data is ready
             raise ModelError(
-                f"the finder's deep width must be above 0, not {self.finder_deep_width}"
+                f"the finder's deep width must be above 0 and at most 8, not "
+                f"{self.finder_deep_width}"
             )
+        if self.seed >= 2**63:  # the generators take a 64-bit seed
+            raise ModelError(f"seed must be below 2**63, not {self.seed}")
+        if self.threads > 256:  # PyTorch crashes on 100000
+            raise ModelError(f"threads must be at most 256, not {self.threads}")
         if not 0 <= self.classifier_any_tilt <= 1:
             raise ModelError(
                 f"the share of tilted crops must be from 0 to 1, not {self.classifier_any_tilt}"
@@ -839,8 +845,32 @@ def _centre_crops(batch: np.ndarray) -> np.ndarray:
 # The run
 
 
-MODEL_FILES = (FINDER_FILE, CLASSIFIER_FILE, "base_head.npz", MANIFEST_FILE)
+BASE_HEAD_FILE = "base_head.npz"
+MODEL_FILES = (FINDER_FILE, CLASSIFIER_FILE, BASE_HEAD_FILE, MANIFEST_FILE)
 """What a training run writes into its model folder (the manifest last)."""
+
+
+def write_manifest(model_dir: Path, manifest: dict[str, Any]) -> None:
+    """Write ``model.json`` whole or not at all (through a file beside it), or ModelError: a
+    retune that cannot write must say so, and never leave half a manifest."""
+    path = Path(model_dir) / MANIFEST_FILE
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".model.", suffix=".json", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(manifest, indent=2) + "\n")
+        if path.exists():
+            shutil.copymode(path, tmp)
+        else:
+            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a service's other user
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise ModelError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:
@@ -851,24 +881,40 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     place only once the model is trained and tuned: a run that fails or is stopped leaves
     the folder's model as it was. A folder holding an enrolled head (``head.npz``, fitted to
     another classifier's embeddings) is refused, as are reuse folders that are not models."""
-    _check_folders(cfg)
+    created = _check_folders(cfg)
     torch = _torch()
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(max(1, cfg.threads))
     cv2.setNumThreads(1)
-    cfg.out_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{cfg.out_dir.name}.training-", dir=cfg.out_dir.parent))
+    work: Path | None = None
+    done = False
     try:
+        work = Path(
+            tempfile.mkdtemp(prefix=f".{cfg.out_dir.name}.training-", dir=cfg.out_dir.parent)
+        )
         manifest = _train_into(replace(cfg, out_dir=work))
+        # the old manifest goes first and the new one comes last: a run stopped while the
+        # files move leaves a folder that refuses to load, never one model's finder with
+        # another's settings
+        (cfg.out_dir / MANIFEST_FILE).unlink(missing_ok=True)
         for name in MODEL_FILES:
             os.replace(work / name, cfg.out_dir / name)
+        done = True
+    except OSError as exc:
+        raise ModelError(f"cannot write the model to {cfg.out_dir}: {exc}") from None
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+        if created and not done:
+            shutil.rmtree(cfg.out_dir, ignore_errors=True)  # made by this run, and empty
     return manifest
 
 
-def _check_folders(cfg: TrainConfig) -> None:
-    from vision.recognizer import HEAD_FILE, TileRecognizer
+def _check_folders(cfg: TrainConfig) -> bool:
+    """Everything about the folders that can be checked before an hour of training: the
+    model folder can be written (and is a model folder, or new, or empty), and the folders
+    parts are kept from are models. Returns whether the model folder was made here."""
+    from vision.recognizer import HEAD_FILE, TileRecognizer, read_manifest
 
     out = cfg.out_dir
     if out.exists() and not out.is_dir():
@@ -878,6 +924,19 @@ def _check_folders(cfg: TrainConfig) -> None:
             f"{out} holds an enrolled model ({HEAD_FILE}), fitted to its present classifier: "
             "train into another folder, then enrol again with the new model"
         )
+    try:
+        held = out.is_dir() and any(out.iterdir())
+    except OSError as exc:
+        raise ModelError(f"cannot look into {out}: {exc.strerror or exc}") from None
+    if held:
+        try:
+            read_manifest(out)
+        except ModelError:
+            # a folder of the user's own: its model.json would be overwritten
+            raise ModelError(
+                f"{out} holds files and is not a model folder: train into a new or empty "
+                "folder, or into a model to replace"
+            ) from None
     for name in ("reuse_finder", "reuse_classifier"):
         src = getattr(cfg, name)
         if src is None:
@@ -885,6 +944,25 @@ def _check_folders(cfg: TrainConfig) -> None:
         TileRecognizer(src)  # ModelError now, not after the data is prepared
         if (Path(src) / HEAD_FILE).exists():
             cfg.log(f"note: {src} is enrolled; its {HEAD_FILE} is not carried over")
+    if cfg.reuse_classifier is not None and not (cfg.reuse_classifier / BASE_HEAD_FILE).is_file():
+        raise ModelError(
+            f"{cfg.reuse_classifier} has no {BASE_HEAD_FILE}, the classifier's trained last "
+            "layer that enrolment refits: keep the classifier of a model trained here"
+        )
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        # the run works beside the folder and moves its files into it: both must take files
+        for folder in (out, out.parent):
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+    except OSError as exc:
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise ModelError(
+            f"cannot write the model to {out}: {exc.strerror or exc} (at {exc.filename or out})"
+        ) from None
+    return created
 
 
 def _train_into(cfg: TrainConfig) -> dict[str, Any]:
@@ -915,7 +993,7 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
         export_onnx(finder, None, cfg.out_dir)
         finder_file = cfg.out_dir / FINDER_FILE
     else:
-        finder_file = cfg.reuse_finder / FINDER_FILE
+        finder_file = _kept_file(cfg.reuse_finder, "finder", FINDER_FILE)
     if cfg.reuse_classifier is None:
         # the validation crops too: the epoch kept is the one that reads such crops best
         found = (
@@ -932,7 +1010,10 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
             cfg.reuse_classifier,
             cfg.out_dir,
             "classifier",
-            (CLASSIFIER_FILE, "base_head.npz"),
+            (
+                (_kept_file(cfg.reuse_classifier, "classifier", CLASSIFIER_FILE), CLASSIFIER_FILE),
+                (cfg.reuse_classifier / BASE_HEAD_FILE, BASE_HEAD_FILE),
+            ),
             kept["classifier"],
         )
     if cfg.reuse_finder is None:
@@ -940,7 +1021,11 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
     else:
         finder = None
         finder_metrics = _reuse(
-            cfg.reuse_finder, cfg.out_dir, "finder", (FINDER_FILE,), kept["finder"]
+            cfg.reuse_finder,
+            cfg.out_dir,
+            "finder",
+            ((_kept_file(cfg.reuse_finder, "finder", FINDER_FILE), FINDER_FILE),),
+            kept["finder"],
         )
 
     export_onnx(None, classifier, cfg.out_dir)  # the finder went out when it was trained
@@ -967,13 +1052,13 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
     if "quantised" in kept.get("classifier", {}):
         # a kept classifier keeps its record of how it was quantised (or why not)
         manifest["training"]["quantised"] = kept["classifier"]["quantised"]
-    (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_manifest(cfg.out_dir, manifest)
     if cfg.quantise:
         quantise_model(cfg.out_dir, train_photos, val_photos, cfg)
     # the run-time settings are chosen on the exported model, run as the recogniser runs it
     manifest = tune(cfg.out_dir, val_photos, cfg.threads, cfg.log, cfg.tune_table_frames)
     manifest["training"]["seconds"] = round(time.time() - t0)
-    (cfg.out_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_manifest(cfg.out_dir, manifest)
     cfg.log(f"done in {time.time() - t0:.0f}s: {manifest['training']['validation']}")
     return manifest
 
@@ -1015,7 +1100,7 @@ def quantise_model(
         manifest = json.loads((model_dir / MANIFEST_FILE).read_text())
         record = {"refused": reason, **figures}
         manifest.setdefault("training", {})["quantised"] = record
-        (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        write_manifest(model_dir, manifest)
         return record
 
 
@@ -1074,16 +1159,30 @@ def _kept_training(src: Path) -> dict[str, Any]:
     return old if isinstance(old, dict) else {}
 
 
+def _kept_file(src: Path, key: str, default: str) -> Path:
+    """The file the kept model's manifest names for ``key`` (not a stale file of the default
+    name that may lie beside it)."""
+    from vision.recognizer import model_file, read_manifest
+
+    return model_file(Path(src), read_manifest(Path(src)), key, default)
+
+
 def _reuse(
-    src: Path, out_dir: Path, part: str, files: tuple[str, ...], training: dict[str, Any]
+    src: Path,
+    out_dir: Path,
+    part: str,
+    files: tuple[tuple[Path, str], ...],
+    training: dict[str, Any],
 ) -> dict[str, Any]:
-    """Copy a kept part's ``files`` from the model folder ``src`` into ``out_dir`` and return
-    that part's validation figures from its training record (the keys starting with
-    ``part``)."""
-    if src.resolve() != out_dir.resolve():
-        for name in files:
-            shutil.copy2(src / name, out_dir / name)
-    return {k: v for k, v in training["validation"].items() if k.startswith(part)}
+    """Copy a kept part's ``files`` (each a source path and the name it takes here) into
+    ``out_dir`` and return that part's validation figures from its training record (the
+    keys starting with ``part``; none where the kept model's manifest has no record)."""
+    for path, name in files:
+        shutil.copy2(path, out_dir / name)
+    figures = training.get("validation")
+    if not isinstance(figures, dict):
+        return {}
+    return {k: v for k, v in figures.items() if k.startswith(part)}
 
 
 THRESHOLDS = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
@@ -1149,11 +1248,10 @@ def tune(
 
     # one recogniser, its settings changed between runs: the models load once
     rec = TileRecognizer(model_dir, threads=threads)
-    path = model_dir / MANIFEST_FILE
     manifest = rec.manifest
     if not val_photos:
         manifest["finder_threshold"] = 0.4
-        path.write_text(json.dumps(manifest, indent=2) + "\n")
+        write_manifest(model_dir, manifest)
         return manifest
     images = [p.image() for p in val_photos]
     start = (rec.rescale_above, rec.rescale_to) if rec.rescale else None
@@ -1235,7 +1333,7 @@ def tune(
             "table_meld_accuracy_by_reread": {str(u): v for u, v in table_u.items()},
         }
     )
-    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    write_manifest(model_dir, manifest)
     return manifest
 
 
