@@ -33,6 +33,8 @@ def test_a_split_without_photos_is_a_clear_failure(tmp_path, capsys):
     # one photo, of a source that falls in the training split
     source = next(f"src{k}" for k in range(1000) if split_of(f"src{k}") == "train")
     (tmp_path / "real-photos" / "images").mkdir(parents=True)
+    (tmp_path / "real-photos" / "labels").mkdir()
     cv2.imwrite(str(tmp_path / "real-photos" / "images" / f"{source}.jpg"), np.zeros((64, 64, 3)))
+    (tmp_path / "real-photos" / "labels" / f"{source}.txt").write_text("")  # no tiles
     assert turned_bench.main(["--data", str(tmp_path), "--split", "validation"]) == 2
     assert "no validation photo to read" in capsys.readouterr().err
