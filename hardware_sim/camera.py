@@ -122,11 +122,16 @@ class SimCamera(CameraSource):
             _check_fault(name, value)
         if layout is not None and not isinstance(layout, TableLayout):
             raise CameraError("the simulated camera shows a TableLayout")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise CameraError(
+                f"the simulated camera's seed is a whole number 0 or more, not {seed!r}"
+            )
         self.scene = scene or TableScene(seed=seed)
         self.seed = int(seed)
         self.view: Camera = self.scene.camera(size, tilt=tilt, turn=turn, zoom=zoom, **faults)
         self._layout = layout or TableLayout()
-        self._lock = threading.Lock()
+        # reentrant: a change given to update() may read the layout it changes
+        self._lock = threading.RLock()
         self._plugged = True
         self._last: TableFrame | None = None
         self._rendered = 0
@@ -148,8 +153,14 @@ class SimCamera(CameraSource):
     def update(self, change: Callable[[TableLayout], TableLayout]) -> TableLayout:
         """Apply ``change`` to the layout atomically (other threads see before or after)."""
         with self._lock:
-            self._layout = change(self._layout)
-            return self._layout
+            changed = change(self._layout)
+            if not isinstance(changed, TableLayout):
+                # kept, every frame after would fail to render
+                raise CameraError(
+                    f"a change to the table gives a TableLayout, not {type(changed).__name__}"
+                )
+            self._layout = changed
+            return changed
 
     def change_seat(self, seat: int, **changes: Any) -> TableLayout:
         """Change one seat's part (``flowers=…``, ``melds=…``, ``open_tiles=…``)."""
@@ -185,8 +196,10 @@ class SimCamera(CameraSource):
         """Render a frame of ``layout`` (default the current one) without reading it. It
         takes the next frame of the seeded sequence, as a read does: the frames read after it
         differ from those of a camera that was only read."""
-        rng = np.random.default_rng([self.seed, self._rendered])
-        self._rendered += 1
+        with self._lock:  # two threads rendering at once must not share a frame's noise
+            number = self._rendered
+            self._rendered += 1
+        rng = np.random.default_rng([self.seed, number])
         return self.scene.render(layout or self.layout, self.view, rng=rng)
 
     # -- the camera source ---------------------------------------------------------------------

@@ -107,3 +107,29 @@ def test_an_arc_flag_that_is_not_0_or_1_is_refused() -> None:
 
     with pytest.raises(ValueError, match="arc flag"):
         _path_polygons("M0 0 a5 5 0 2 0 10 0")
+
+
+@pytest.mark.timeout(10)
+def test_numbers_after_a_closepath_are_an_error_not_a_hang():
+    from vision.faces import _path_polygons
+
+    with pytest.raises(ValueError, match="after a closepath"):
+        _path_polygons("M0 0 L10 0 L10 10 Z 5 5")
+
+
+def test_a_subpath_drawn_on_after_a_closepath_starts_where_that_one_did():
+    from vision.faces import _path_polygons
+
+    polys = _path_polygons("M0 0 L10 0 L10 10 Z L0 10 L0 20")
+    assert len(polys) == 2 and tuple(polys[1][0]) == (0.0, 0.0)
+
+
+def test_colours_are_read_or_refused_never_guessed_black():
+    from vision.faces import _colour
+
+    assert _colour("rgb(255, 0, 0)") == (0, 0, 255)
+    assert _colour("rgb(100%, 50%, 0%)") == (0, 128, 255)
+    assert _colour("green") == (0, 128, 0) and _colour("Blue") == (255, 0, 0)
+    assert _colour("#0f0") == (0, 255, 0) and _colour("none") is None
+    with pytest.raises(ValueError, match="does not know"):
+        _colour("currentColor")

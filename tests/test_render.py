@@ -80,3 +80,19 @@ def test_bad_input():
     with pytest.raises(ModelError):
         render_scene([], FACES, plane_size=(50, 50), rng=np.random.default_rng(0),
                      table=np.zeros((10, 10, 3), np.uint8))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("centre", "angle"),
+    [((float("nan"), 10.0), 0.0), ((10.0, 10.0), float("inf")), (("a", 10.0), 0.0), (5.0, 0.0)],
+)
+def test_a_tile_placed_nowhere_is_refused(centre, angle):
+    # a NaN centre was dropped silently; an infinite angle raised in the maths
+    with pytest.raises(ModelError, match="a tile's centre is two numbers"):
+        PlacedTile(0, centre, angle)  # type: ignore[arg-type]
+
+
+def test_a_camera_leaning_the_other_way_sees_the_tiles_other_sides():
+    ahead = Camera.looking_at((400, 300), (400, 300), tilt=20)
+    behind = Camera.looking_at((400, 300), (400, 300), tilt=-20)
+    assert ahead.view[1] > 0 and behind.view == pytest.approx((-ahead.view[0], -ahead.view[1]))

@@ -116,3 +116,47 @@ def test_settings_it_cannot_show_are_camera_errors(settings, said) -> None:
     with pytest.raises(CameraError, match=said):
         SimCamera(**settings)
     SimCamera(size=(320, 240), faults={"glare": 0.3, "jpeg": 80})  # every Camera fault is one
+
+
+def test_a_bad_seed_is_refused_up_front() -> None:
+    with pytest.raises(CameraError, match="seed is a whole number"):
+        SimCamera(seed=-1)
+
+
+def test_a_change_that_gives_no_layout_is_refused_and_loses_nothing(sim_camera: SimCamera) -> None:
+    before = sim_camera.change_seat(0, flowers=(Tile.PLUM,))
+    with pytest.raises(CameraError, match="gives a TableLayout"):
+        sim_camera.update(lambda layout: None)  # type: ignore[arg-type,return-value]
+    assert sim_camera.layout == before
+    sim_camera.read()
+
+
+@pytest.mark.timeout(20)
+def test_a_change_may_read_the_layout_it_changes(sim_camera: SimCamera) -> None:
+    # the lock was not reentrant: this blocked for ever, and every read after it
+    def add_a_flower(layout: TableLayout) -> TableLayout:
+        assert sim_camera.layout is layout
+        return layout.with_seat(1, flowers=(Tile.ORCHID,))
+
+    assert sim_camera.update(add_a_flower).seats[1].flowers == (Tile.ORCHID,)
+
+
+def test_frames_rendered_from_two_threads_never_share_their_noise() -> None:
+    camera = SimCamera(size=(64, 48), seed=3)
+    taken: list[int] = []
+
+    def note_the_noise(layout, view, rng):  # the frame's number is in the noise's seed
+        taken.append(int(rng.bit_generator.seed_seq.entropy[1]))
+
+    camera.scene.render = note_the_noise  # type: ignore[method-assign]
+
+    def render_many() -> None:
+        for _ in range(2000):
+            camera.render()
+
+    threads = [threading.Thread(target=render_many) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(taken) == list(range(8000))

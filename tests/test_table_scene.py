@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.rules.melds import Meld
-from controller.rules.tiles import COPIES, Tile, parse_tiles
+from controller.rules.tiles import COPIES, FLOWERS, Tile, parse_tiles
 from vision.calibration import Calibration, apply
 from vision.labels import BACK
 from vision.table_scene import (
@@ -161,3 +161,72 @@ def test_the_same_seed_renders_the_same_frame() -> None:
     a = TableScene(seed=9).render(layout, rng=np.random.default_rng(1)).image
     b = TableScene(seed=9).render(layout, rng=np.random.default_rng(1)).image
     assert np.array_equal(a, b)
+
+
+_EMPTY3 = (SeatLayout(),) * 3
+
+
+def _seat0(*melds: Meld) -> TableLayout:
+    return TableLayout(seats=(SeatLayout(melds=melds), *_EMPTY3))
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda: SeatLayout(melds=tuple(Meld.of("pung", f"{n}{n}{n}m", 1) for n in range(1, 6))),
+         "at most 4 melds"),
+        (lambda: SeatLayout(melds=(Meld.of("pung", "EEE", 1),),
+                            open_tiles=tuple(parse_tiles("123456789m 1234p"))),
+         "a hand holds 14 tiles"),
+        (lambda: SeatLayout(flowers=(Tile.PLUM, Tile.PLUM)), "each flower once"),
+        (lambda: SeatLayout(flowers=(99,)), "flowers:"),
+        (lambda: SeatLayout(open_tiles=("5m",)), "open_tiles:"),
+        (lambda: SeatLayout(melds=Meld.of("pung", "EEE", 1)), "a sequence of"),
+        (lambda: TableLayout(discards=(Tile.EAST,) * 5), "E x5"),
+        (lambda: TableLayout(discards=(Tile.PLUM,)), "never discarded"),
+        (lambda: TableLayout(seats=(SeatLayout(flowers=(Tile.PLUM,)),) * 4),
+         f"{Tile.PLUM.code} x4"),
+        (lambda: _seat0(Meld.of("pung", "EEE", 0)), "cannot claim"),
+        (lambda: _seat0(Meld.of("chow", "123m", 2)), "a chow only from the player before"),
+        (lambda: TableLayout(walls="no"), "walls is true or false"),
+        (lambda: TableLayout().with_seat(-1, flowers=(Tile.PLUM,)), "a seat is 0, 1, 2 or 3"),
+        (lambda: TableLayout().with_seat(4, flowers=(Tile.PLUM,)), "a seat is 0, 1, 2 or 3"),
+        (lambda: TableLayout().with_seat(0, flower=(Tile.PLUM,)), "flowers, melds and open_tiles"),
+        (lambda: ArmOver(0, (float("nan"), 100.0)), "reach and width are numbers"),
+        (lambda: ArmOver(0, ("far", 100.0)), "reach is"),
+        (lambda: ArmOver(0, (100.0, 100.0), width_mm=-5), "the width above 0"),
+        (lambda: TableScene(px_per_mm=0), "px_per_mm is a number"),
+    ],
+)  # fmt: skip
+def test_a_layout_the_rules_or_the_table_cannot_hold_is_refused(make, said) -> None:
+    # accepted, these drew a picture other than the layout (its truth besides)
+    with pytest.raises(SceneError, match=said):
+        make()
+
+
+def test_rows_that_would_leave_their_seats_zone_are_refused() -> None:
+    kongs = tuple(Meld.of("kong", f"{n}{n}{n}{n}p", 1) for n in range(1, 5))
+    full = SeatLayout(
+        flowers=tuple(Tile(t) for t in FLOWERS),
+        melds=kongs,
+        open_tiles=(Tile.EAST, Tile.EAST),
+    )
+    SCENE.place(TableLayout(seats=(full,) + (SeatLayout(),) * 3))  # a full seat fits
+    from vision.calibration import TableGeometry
+
+    small = TableScene(TableGeometry(side_mm=700.0, marker_inset_mm=30.0, zone_depth_mm=150.0))
+    with pytest.raises(SceneError, match=r"seat 0's .* row does not fit its zone on a 700 mm"):
+        small.place(TableLayout(seats=(full,) + (SeatLayout(),) * 3))
+
+
+def test_discards_that_would_reach_the_walls_are_refused() -> None:
+    capacity = SCENE.discard_capacity(walls=True)
+    assert 0 < capacity < SCENE.discard_capacity(walls=False)
+    tiles = tuple(Tile(t % 34) for t in range(capacity + 1))
+    SCENE.place(TableLayout(discards=tiles[:capacity], walls=True))
+    with pytest.raises(SceneError, match="do not fit the centre"):
+        SCENE.place(TableLayout(discards=tiles, walls=True))
+    walls = [t for t in SCENE.place(TableLayout(walls=True)) if t.role == "wall"]
+    grid = SCENE.place(TableLayout(discards=tiles[:capacity], walls=True))
+    for d in (t for t in grid if t.role == "discard"):
+        assert all(not _quads_overlap(d.quad(), w.quad()) for w in walls)

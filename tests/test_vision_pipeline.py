@@ -34,11 +34,11 @@ LAYOUT = TableLayout(
         SeatLayout(melds=(Meld.of("concealed_kong", "9999s"), Meld.of("kong", "CCCC", 0))),
         SeatLayout(melds=(Meld.of("added_kong", "1111m", 1),), flowers=(Tile.WINTER,)),
         SeatLayout(
-            open_tiles=tuple(parse_tiles("22m 456m 789p 33s 444s")),
+            open_tiles=tuple(parse_tiles("22m 456m 789p 444s")),
             melds=(Meld.of("pung", "FFF", 1),),
         ),
     ),
-    discards=tuple(parse_tiles("19m 19p 19s ESWN")),
+    discards=tuple(parse_tiles("28m 28p 28s ESWN")),
     walls=True,
 )
 

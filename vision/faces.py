@@ -609,8 +609,42 @@ def _colour(text: str | None) -> Colour | None:
             hx = "".join(c * 2 for c in hx)
         r, g, b = int(hx[0:2], 16), int(hx[2:4], 16), int(hx[4:6], 16)
         return (b, g, r)
-    named = {"black": (0, 0, 0), "white": (255, 255, 255), "red": (0, 0, 255)}
-    return named.get(text, (0, 0, 0))
+    if text.startswith("rgb(") and text.endswith(")"):
+        parts = [p.strip() for p in text[4:-1].split(",")]
+        if len(parts) == 3:
+            values = [
+                round(float(p[:-1]) * 255 / 100) if p.endswith("%") else round(float(p))
+                for p in parts
+            ]
+            r, g, b = (min(255, max(0, v)) for v in values)
+            return (b, g, r)
+    bgr = _NAMED_COLOURS.get(text.lower())
+    if bgr is None:
+        # black for what cannot be read would draw a wrong face silently
+        raise ValueError(f"a colour this reader does not know: {text!r}")
+    return bgr
+
+
+_NAMED_COLOURS: dict[str, Colour] = {
+    # CSS's basic colours, as B, G, R
+    "black": (0, 0, 0),
+    "silver": (192, 192, 192),
+    "gray": (128, 128, 128),
+    "grey": (128, 128, 128),
+    "white": (255, 255, 255),
+    "maroon": (0, 0, 128),
+    "red": (0, 0, 255),
+    "purple": (128, 0, 128),
+    "fuchsia": (255, 0, 255),
+    "green": (0, 128, 0),
+    "lime": (0, 255, 0),
+    "olive": (0, 128, 128),
+    "yellow": (0, 255, 255),
+    "navy": (128, 0, 0),
+    "blue": (255, 0, 0),
+    "teal": (128, 128, 0),
+    "aqua": (255, 255, 0),
+}
 
 
 def _style(el: ET.Element, key: str, default: str | None) -> str | None:
@@ -727,9 +761,13 @@ def _path_polygons(d: str) -> list[np.ndarray]:
             cur = []
             x, y = sx, sy
             last_ctrl, last_cmd = None, "Z"
+            if has_num():  # a closepath takes no numbers: skipping none would loop for ever
+                raise ValueError(f"numbers after a closepath: {tokens[i]!r}")
             continue
         if not has_num():
             continue
+        if c != "M" and not cur:
+            cur = [(x, y)]  # a subpath drawn on after a closepath starts where that one did
         if c == "M":
             nx, ny = num(), num()
             if rel:

@@ -72,6 +72,16 @@ class PlacedTile:
             raise ModelError(f"{self.label!r} is not a tile label (0-{NUM_LABELS - 1})")
         if not self.width > 0:
             raise ModelError(f"a tile's width must be positive, not {self.width!r}")
+        try:
+            x, y = (float(v) for v in self.centre)
+            ok = math.isfinite(x) and math.isfinite(y) and math.isfinite(float(self.angle))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:  # a NaN centre was dropped silently; an infinite angle raised in math
+            raise ModelError(
+                f"a tile's centre is two numbers and its angle a number, not "
+                f"{self.centre!r} and {self.angle!r}"
+            )
 
     @property
     def height(self) -> float:
@@ -171,8 +181,9 @@ class Camera:
         t2 = np.array([[1, 0, w / 2], [0, 1, h / 2], [0, 0, 1]], np.float64)
         hom = t2 @ persp @ sc @ rot @ t1
         # keep the centre where it was after the perspective divide
-        view = (math.sin(a), math.cos(a)) if tilt else (0.0, 0.0)
-        view = (view[0] * min(1.0, abs(tilt) / 30), view[1] * min(1.0, abs(tilt) / 30))
+        # the camera stands on the side the tilt leans away from: a negative tilt, the other
+        lean = math.copysign(min(1.0, abs(tilt) / 30), tilt) if tilt else 0.0
+        view = (math.sin(a) * lean, math.cos(a) * lean)
         return Camera(size=size, homography=hom, view=view, **faults)  # type: ignore[arg-type]
 
 

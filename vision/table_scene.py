@@ -68,6 +68,22 @@ class SceneError(VisionError):
     """A table layout that cannot be laid out (too many tiles, an unknown seat)."""
 
 
+MAX_MELDS = 4
+"""A hand of 14 tiles holds at most four melds."""
+DISCARD_PITCH = TILE_LONG_MM + 4
+"""The discards' grid: wide enough for a tile turned either way."""
+
+
+def _tiles(values: object, what: str) -> tuple[Tile, ...]:
+    """Tiles from a layout's field, or :class:`SceneError` naming it."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise SceneError(f"{what} are a sequence of tiles, not {values!r}")
+    try:
+        return tuple(Tile(t) for t in values)
+    except (ValueError, TypeError) as exc:
+        raise SceneError(f"{what}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class SeatLayout:
     """What one seat has laid on the table: ``flowers``, ``melds`` (in the order laid, left to
@@ -78,18 +94,30 @@ class SeatLayout:
     open_tiles: tuple[Tile, ...] = ()
 
     def __post_init__(self) -> None:
-        flowers = tuple(Tile(t) for t in self.flowers)
+        flowers = _tiles(self.flowers, "flowers")
         if any(not t.is_flower for t in flowers):
             raise SceneError(f"not flowers: {[t.code for t in flowers if not t.is_flower]}")
+        if len(set(flowers)) != len(flowers):
+            raise SceneError(f"a seat has each flower once, not {[t.code for t in flowers]}")
+        if isinstance(self.melds, Meld) or not isinstance(self.melds, Sequence):
+            raise SceneError("melds are a sequence of controller.rules.melds.Meld values")
         melds = tuple(self.melds)
         if any(not isinstance(m, Meld) for m in melds):
             raise SceneError("melds must be controller.rules.melds.Meld values")
+        if len(melds) > MAX_MELDS:
+            raise SceneError(f"a seat lays at most {MAX_MELDS} melds, not {len(melds)}")
         for m in melds:
             if m.kind is not MeldKind.CONCEALED_KONG and m.source is None:
                 raise SceneError(f"{m} needs the seat it was claimed from to be laid out")
-        open_tiles = tuple(Tile(t) for t in self.open_tiles)
+        open_tiles = _tiles(self.open_tiles, "open_tiles")
         if any(t.is_flower for t in open_tiles):
             raise SceneError("flowers are never part of a laid-open hand")
+        # a hand is 14 tiles, each meld standing for three of them (a kong's fourth is extra)
+        if len(open_tiles) + 3 * len(melds) > 14:
+            raise SceneError(
+                f"{len(open_tiles)} tiles laid open beside {len(melds)} melds: a hand holds "
+                "14 tiles, each meld three of them"
+            )
         object.__setattr__(self, "flowers", flowers)
         object.__setattr__(self, "melds", melds)
         object.__setattr__(self, "open_tiles", open_tiles)
@@ -110,6 +138,20 @@ class ArmOver:
     skin: tuple[int, int, int] = (120, 160, 215)
     sleeve: tuple[int, int, int] = (90, 60, 50)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.seat, bool) or self.seat not in range(SEATS):
+            raise SceneError(f"an arm comes from seat 0-3, not {self.seat!r}")
+        try:
+            u, v = (float(x) for x in self.reach)
+            width = float(self.width_mm)
+        except (TypeError, ValueError):
+            raise SceneError(f"an arm's reach is (u, v) millimetres, not {self.reach!r}") from None
+        if not (math.isfinite(u) and math.isfinite(v) and math.isfinite(width) and width > 0):
+            raise SceneError(
+                f"an arm's reach and width are numbers (the width above 0), not "
+                f"{self.reach!r} and {self.width_mm!r}"
+            )
+
 
 @dataclass(frozen=True)
 class TableLayout:
@@ -125,17 +167,44 @@ class TableLayout:
         seats = tuple(self.seats)
         if len(seats) != SEATS or any(not isinstance(s, SeatLayout) for s in seats):
             raise SceneError("a table layout has four SeatLayouts")
+        if not isinstance(self.walls, bool):
+            raise SceneError(f"walls is true or false, not {self.walls!r}")
         object.__setattr__(self, "seats", seats)
-        object.__setattr__(self, "discards", tuple(Tile(t) for t in self.discards))
+        discards = _tiles(self.discards, "discards")
+        if any(t.is_flower for t in discards):
+            raise SceneError("a flower is never discarded: it is laid in its seat's row")
+        object.__setattr__(self, "discards", discards)
         object.__setattr__(self, "arms", tuple(self.arms))
-        for arm in self.arms:
-            if arm.seat not in range(SEATS):
-                raise SceneError(f"an arm comes from seat 0-3, not {arm.seat!r}")
+        if any(not isinstance(arm, ArmOver) for arm in self.arms):
+            raise SceneError("arms are ArmOver values")
+        for k, seat in enumerate(seats):
+            for m in seat.melds:
+                # the claimed tile's place says whom it came from: never the seat itself,
+                # and a chow only from the player before
+                if m.source == k or (
+                    m.kind is MeldKind.CHOW and m.source != (k + SEATS - 1) % SEATS
+                ):
+                    raise SceneError(
+                        f"seat {k} cannot claim {m} from seat {m.source}: a meld is claimed "
+                        "from another seat, a chow only from the player before"
+                    )
+        too_many = [f"{Tile(t).code} x{n}" for t, n in enumerate(self.tile_counts()) if n > COPIES]
+        shown = [t for s in seats for t in s.flowers]
+        too_many += [
+            f"{t.code} x{shown.count(t)}" for t in sorted(set(shown)) if shown.count(t) > 1
+        ]
+        if too_many:
+            raise SceneError(f"more of a tile than a set holds: {', '.join(too_many)}")
 
     def with_seat(self, seat: int, **changes: object) -> TableLayout:
         """A copy with seat ``seat``'s layout changed (``flowers=…``, ``melds=…``, …)."""
+        if isinstance(seat, bool) or not isinstance(seat, int) or seat not in range(SEATS):
+            raise SceneError(f"a seat is 0, 1, 2 or 3, not {seat!r}")  # -1 would be seat 3
         seats = list(self.seats)
-        seats[seat] = replace(seats[seat], **changes)  # type: ignore[arg-type]
+        try:
+            seats[seat] = replace(seats[seat], **changes)  # type: ignore[arg-type]
+        except TypeError as exc:  # a keyword a seat does not have: flower= for flowers=
+            raise SceneError(f"a seat's layout has flowers, melds and open_tiles: {exc}") from None
         return replace(self, seats=tuple(seats))
 
     def with_arms(self, *arms: ArmOver) -> TableLayout:
@@ -216,6 +285,12 @@ class TableScene:
         jitter: bool = True,
     ) -> None:
         self.geometry = geometry or TableGeometry()
+        if not (
+            isinstance(px_per_mm, int | float)
+            and math.isfinite(px_per_mm)
+            and 0.2 <= px_per_mm <= 8
+        ):
+            raise SceneError(f"px_per_mm is a number from 0.2 to 8, not {px_per_mm!r}")
         self.px_per_mm = float(px_per_mm)
         self.felt_colour = felt_colour
         self.seed = int(seed)
@@ -283,9 +358,21 @@ class TableScene:
         out: list[PlacedOnTable] = []
         if layout.walls:
             out += self._walls()
-        out += self._discards(layout.discards)
+        out += self._discards(layout.discards, layout.walls)
         for k, seat in enumerate(layout.seats):
-            out += self._seat(k, seat)
+            tiles = self._seat(k, seat)
+            zone = self.geometry.default_zone(k).astype(np.float32)
+            outside = [t for t in tiles if cv2.pointPolygonTest(zone, t.centre, False) < 0]
+            if outside:
+                # a row running past the diagonal lies in the neighbour's zone (or off the
+                # table): the picture would say something other than the layout
+                t = outside[0]
+                raise SceneError(
+                    f"seat {k}'s {t.role} row does not fit its zone on a "
+                    f"{self.geometry.side_mm:g} mm table with {self.geometry.zone_depth_mm:g} mm "
+                    f"zones ({len(outside)} tiles outside it)"
+                )
+            out += tiles
         return out
 
     def _rng(self, *key: int) -> np.random.Generator:
@@ -388,12 +475,27 @@ class TableScene:
             out.append(self._tile(seat, meld.tiles[3], stack_u, v, "meld", index, True, stack_rng))
         return u
 
-    def _discards(self, discards: Sequence[Tile]) -> list[PlacedOnTable]:
+    def discard_capacity(self, walls: bool) -> int:
+        """How many discards the centre holds: the grid's rows stop short of the walls (or,
+        without walls, of the seats' zones)."""
+        s, pitch = self.geometry.side_mm, DISCARD_PITCH
+        inner = WALL_V + TILE_LONG_MM if walls else self.geometry.zone_depth_mm
+        y0 = s / 2 - 2 * pitch
+        rows = math.floor((s - inner - (y0 + pitch / 2)) / pitch) + 1
+        return 8 * max(0, rows) if y0 - pitch / 2 >= inner else 0
+
+    def _discards(self, discards: Sequence[Tile], walls: bool = False) -> list[PlacedOnTable]:
         """Discards in the centre, each turned to face one of the players, on a grid wide
         enough for a tile turned either way."""
+        capacity = self.discard_capacity(walls)
+        if len(discards) > capacity:
+            raise SceneError(
+                f"{len(discards)} discards do not fit the centre of this table "
+                f"({capacity} do{' inside the walls' if walls else ''})"
+            )
         out = []
         s = self.geometry.side_mm
-        per_row, pitch = 8, TILE_LONG_MM + 4
+        per_row, pitch = 8, DISCARD_PITCH
         x0 = s / 2 - (per_row - 1) * pitch / 2
         y0 = s / 2 - 2 * pitch
         for i, t in enumerate(discards):
