@@ -39,6 +39,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from controller.errors import MahjongTableError  # noqa: E402
 from vision.dataset import (  # noqa: E402
     LabelledPhoto,
     Prediction,
@@ -89,7 +90,23 @@ def main(argv: list[str] | None = None) -> int:
         "--anchor", type=float, default=1e-3, help="fit_head's pull to the trained head"
     )
     args = ap.parse_args(argv)
+    for name in ("limit", "threads", "steps"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            ap.error(f"--{name} must be 1 or more")
+    if args.json is not None:
+        try:
+            with args.json.open("a"):
+                pass
+        except OSError as exc:
+            ap.error(f"cannot write {args.json}: {exc.strerror or exc}")
+    try:
+        return _run(args, ap)
+    except MahjongTableError as exc:  # no data, no model, an unknown split
+        print(f"enrol_bench: {exc}", file=sys.stderr)
+        return 2
 
+
+def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     if (args.model / "head.npz").exists():
         ap.error(f"{args.model} is already enrolled: give the model it was enrolled from")
     rec = TileRecognizer(args.model, threads=args.threads)
@@ -107,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         "enrolled head": [],
     }
     t0 = time.time()
+    skipped = 0
     for group in sources:
         images = [p.image() for p in group]
         rec.head = (w0, b0)
@@ -116,6 +134,14 @@ def main(argv: list[str] | None = None) -> int:
             # of the tile it found (there the user checks them against the grid's layout)
             found = found_tiles(base[k], enrolled)
             if not found:
+                # nothing to enrol from this copy: its user keeps the trained head, and the
+                # copies it would have read count in both columns, so that every copy
+                # weighs the same in each
+                skipped += 1
+                for t, photo in enumerate(group):
+                    if t != k:
+                        readings["trained head"].append((base[t], photo))
+                        readings["enrolled head"].append((base[t], photo))
                 continue
             emb = embed_views(rec, images[k], [p[0] for p, _ in found])
             labels = np.tile([truth for _, truth in found], len(emb) // len(found))
@@ -129,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
             rec.head = (w0, b0)
 
     results = {name: figures(r) for name, r in readings.items()}
-    print(f"({time.time() - t0:.0f} s; finder threshold {rec.finder_threshold})")
+    print(
+        f"({time.time() - t0:.0f} s; finder threshold {rec.finder_threshold}; {skipped} copies "
+        "with no tile found to enrol, their siblings read by the trained head in both columns)"
+    )
     head = ("tiles found read right", "flowers", "end-to-end F1", "flowers")
     print(f"{'':<16}{head[0]:>24}{head[1]:>9}{head[2]:>15}{head[3]:>9}")
     for name, f in results.items():

@@ -320,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give either an output folder or --score SHEET")
     if args.blind and args.out is None:
         ap.error("--blind writes a sheet: give an output folder")
+    for name in ("limit", "photos"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            ap.error(f"--{name} must be 1 or more")  # -1 would drop the last photo silently
     try:
         return _run(args)
     except (AuditError, MahjongTableError, OSError) as exc:  # a bad sheet, no data or model
@@ -328,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    photos = load_photos(args.data / "real-photos", [args.split])[: args.limit]
+    split = load_photos(args.data / "real-photos", [args.split])
+    photos = split[: args.limit]
     drawn = min(args.photos, len(photos))
     if args.blind:
         blind_sheet(args.out, photos, drawn, args.seed)
@@ -339,8 +343,12 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     verdicts = {}
     if args.score is not None:
-        # a sheet that cannot be read is said before the photos are read
-        verdicts = read_verdicts(args.score, photos)
+        # a sheet that cannot be read is said before the photos are read; it is checked
+        # against the whole split, and only the photos looked at are scored
+        looked_at = {p.path.name for p in photos}
+        verdicts = {
+            name: v for name, v in read_verdicts(args.score, split).items() if name in looked_at
+        }
     rec = TileRecognizer(args.model, threads=2)
     preds = [[(d.box, d.label, d.confidence) for d in rec.detect(p.image())] for p in photos]
     if args.score is not None:

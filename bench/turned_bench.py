@@ -23,6 +23,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from controller.errors import MahjongTableError  # noqa: E402
 from vision.dataset import label_overlap, load_photos  # noqa: E402
 from vision.labels import FLOWER_LABELS  # noqa: E402
 from vision.recognizer import TileRecognizer  # noqa: E402
@@ -54,7 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="validation")
     ap.add_argument("models", nargs="*", type=Path, help="model folders (default: committed)")
     args = ap.parse_args(argv)
+    try:
+        return _run(args)
+    except MahjongTableError as exc:  # no data, no model, an unknown split
+        print(f"turned_bench: {exc}", file=sys.stderr)
+        return 2
 
+
+def _run(args: argparse.Namespace) -> int:
     photos = [
         p
         for p in load_photos(args.data / "real-photos", [args.split])

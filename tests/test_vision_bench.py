@@ -1,6 +1,7 @@
 """The vision benchmark (bench/vision_bench.py): its tallies, and a short run end to end on a
 few held-out photos and one table frame."""
 
+import importlib
 import importlib.util
 import json
 from pathlib import Path
@@ -61,3 +62,66 @@ def test_counts_below_one_are_refused(flag, capsys):
 def test_no_data_is_a_clear_failure(tmp_path, capsys):
     assert vision_bench.main(["--data", str(tmp_path), "--no-peer"]) == 2
     assert "no photos in" in capsys.readouterr().err
+
+
+def test_the_comparison_with_the_peer_holds_both_sides_to_one_rule():
+    # a 5m and a flower tile; both find both, we read the flower right, the peer (which has
+    # no flowers) calls it 白: on the flower tile neither side is counted
+    boxes = np.array([[0, 0, 30, 40], [40, 0, 30, 40]], np.float32)
+    labels = np.array([4, 34])
+    ours = [((0, 0, 30, 40), 4, 0.9), ((40, 0, 30, 40), 34, 0.9), ((80, 0, 30, 40), 42, 0.9)]
+    peer = [((0, 0, 30, 40), 4, 0.9), ((41, 0, 30, 40), 31, 0.9)]
+    results = []
+    for preds in (ours, peer):
+        kept, tb, tl = vision_bench.for_the_peer(preds, boxes, labels)
+        tally = vision_bench.Tally("x", set(range(42)))
+        tally.add(kept, tl, vision_bench.match(kept, tb, tl))
+        results.append(tally.figures())
+    assert (
+        results[0]
+        == results[1]
+        == pytest.approx({"precision": 1.0, "recall": 1.0, "f1": 1.0, "tiles": 1})
+    )
+    # ours misreading a playing tile as a flower is a false find, as the peer's misreads are
+    kept, tb, tl = vision_bench.for_the_peer([((0, 0, 30, 40), 35, 0.9)], boxes, labels)
+    tally = vision_bench.Tally("x", set(range(42)))
+    tally.add(kept, tl, vision_bench.match(kept, tb, tl))
+    assert (tally.tp, tally.fp, tally.fn) == (0, 1, 1)
+
+
+def test_the_peer_runs_as_ours_does():
+    pytest.importorskip("mahjong_detector", reason="the bench extra is not installed")
+    # the package's own name `predict` is its function: the module is fetched by path
+    peer_module = importlib.import_module("mahjong_detector.predict")
+
+    vision_bench.configure_peer(threads=2)
+    options = peer_module.get_inference_session().get_session_options()
+    assert options.intra_op_num_threads == 2
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--table-frames", "-1"], "--table-frames must be 0"),
+        (["--json", "/no/such/folder/v.json"], "cannot write /no/such/folder/v.json"),
+    ],
+)
+def test_settings_that_would_fail_at_the_end_are_refused_at_the_start(argv, said, capsys):
+    with pytest.raises(SystemExit) as stop:
+        vision_bench.main(argv)
+    assert stop.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_a_folder_without_held_out_photos_is_a_clear_failure(tmp_path, capsys):
+    from vision.dataset import split_of
+
+    source = next(f"src{k}" for k in range(1000) if split_of(f"src{k}") == "train")
+    (tmp_path / "real-photos" / "images").mkdir(parents=True)
+    (tmp_path / "real-photos" / "labels").mkdir()
+    import cv2
+
+    cv2.imwrite(str(tmp_path / "real-photos" / "images" / f"{source}.jpg"), np.zeros((64, 64, 3)))
+    (tmp_path / "real-photos" / "labels" / f"{source}.txt").write_text("")
+    assert vision_bench.main(["--data", str(tmp_path), "--no-peer"]) == 2
+    assert "no held-out photos" in capsys.readouterr().err
