@@ -235,3 +235,15 @@ def test_listed_in_the_help() -> None:
         check=True,
     ).stdout
     assert "calibrate" in out
+
+
+def test_markers_measuring_a_little_off_are_pointed_out(
+    tmp_path: Path, frame_png: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "c.json"
+    assert main(["calibrate", "--image", str(frame_png), "--out", str(out)]) == 0
+    assert "note:" not in capsys.readouterr().err
+    assert (
+        main(["calibrate", "--image", str(frame_png), "--out", str(out), "--table-mm", "1000"]) == 0
+    )
+    assert "note: the markers measure 56 mm across, not the 50 mm given" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import cv2
@@ -156,13 +157,28 @@ def test_wrong_marker_size_is_refused(scene: TableScene) -> None:
         calibrate_from_markers(frame.image, TableGeometry(marker_mm=35.0))
 
 
-@pytest.mark.parametrize("side_mm", [820.0, 1000.0])
-def test_a_wrong_table_size_is_refused(scene: TableScene, side_mm: float) -> None:
+@pytest.mark.parametrize("side_mm", [720.0, 1100.0])
+def test_a_table_size_far_off_is_refused(scene: TableScene, side_mm: float) -> None:
     # the markers' centres fit any table size exactly, and the corners within 4 mm: only the
     # markers' own size shows the whole plane would be scaled, every tile with it
     frame = scene.render(TableLayout(), scene.camera(tilt=8))
-    with pytest.raises(CalibrationError, match=r"table would be about (8[89]|9[01])\d mm"):
+    with pytest.raises(CalibrationError, match=r"table would be about (8[5-9]|9[0-4])\d mm"):
         calibrate_from_markers(frame.image, TableGeometry(side_mm=side_mm))
+
+
+def test_a_table_size_a_little_off_is_taken_and_pointed_out(scene: TableScene) -> None:
+    # blur and lens distortion shrink markers too, so 11 % is not refused, but it is said
+    from vision.calibration import scale_note
+
+    frame = scene.render(TableLayout(), scene.camera(tilt=8))
+    right = calibrate_from_markers(frame.image)
+    assert right.marker_mm_seen == pytest.approx(50.0, abs=2.0) and scale_note(right) is None
+    off = calibrate_from_markers(frame.image, TableGeometry(side_mm=1000.0))
+    assert off.marker_mm_seen == pytest.approx(55.5, abs=2.0)
+    assert re.search(r"would make it about (8[89]|9[01])\d mm", scale_note(off) or "")
+    assert Calibration.from_json(off.to_json()).marker_mm_seen == pytest.approx(
+        off.marker_mm_seen, abs=0.01
+    )
 
 
 def _with_a_second_marker(marker: int, centre_mm: tuple[float, float], side_mm: float):

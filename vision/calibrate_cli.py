@@ -127,7 +127,7 @@ def _corners(text: str) -> list[tuple[float, float]]:
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    from vision.calibration import CalibrationError, TableGeometry, marker_sheet
+    from vision.calibration import CalibrationError, TableGeometry, marker_sheet, scale_note
 
     try:
         geometry = TableGeometry(
@@ -160,6 +160,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
         _write(args.preview, preview(image, calibration))
     calibration.save(args.out)
     result = calibration.to_json()
+    note = scale_note(calibration)
+    if note:
+        print(f"mahjong-table calibrate: note: {note}", file=sys.stderr)
     if args.json:
         print(json.dumps({"saved": str(args.out), **result}, indent=2))
     else:
