@@ -422,6 +422,11 @@ def test_a_backend_that_cannot_take_timeouts_is_opened_without_them(
     frame = OpenCVCamera(video).read()
     assert frame.image.shape == (64, 96, 3)
     assert asked[0] and asked[1] == []  # the timeouts first, then without
+    # a stream is not opened again without them: a frozen URL would hang for 30 s
+    asked.clear()
+    with pytest.raises(CameraError, match="cannot open the stream"):
+        OpenCVCamera("rtsp://192.0.2.1/frozen", timeout_s=0.5).read()
+    assert len(asked) == 1 and asked[0]
 
 
 def test_a_recording_whose_decoder_throws_goes_on_and_is_not_replayed(

@@ -303,7 +303,10 @@ class OpenCVCamera(CameraSource):
             if hasattr(cv2, prop):  # honoured by the stream backends; a frozen URL cannot hang us
                 params += [getattr(cv2, prop), timeout_ms]
         cap = self._capture(src, params)
-        if not cap.isOpened() and params:
+        stream = isinstance(src, str) and "://" in src
+        # a stream keeps its timeouts: opened without them, a frozen URL would hang for
+        # FFmpeg's own 30 s and then read with no timeout at all
+        if not cap.isOpened() and params and not stream:
             # a backend that cannot set a timeout (V4L2 for USB cameras) refuses to open when
             # given one, and CAP_ANY then drops it: open again without the timeouts
             cap.release()
