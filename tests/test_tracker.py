@@ -443,6 +443,17 @@ def test_a_meld_laid_tile_by_tile_is_only_a_meld() -> None:
     assert table.tracker.view(3).open_tiles == ()
 
 
+def test_loose_tiles_lying_long_unchanged_are_said_not_lost() -> None:
+    # a pung laid with no tile turned cannot be told from a meld still being laid; once it
+    # has lain laying_frames unchanged it is reported as laid open, for the players to see
+    table = Table()
+    placed = SCENE.place(one_meld(1, "7s7s7s", source=3))
+    upright = [p for p in placed if not p.sideways]
+    changes = table.show_placed(upright, table.tracker.laying_frames + STABLE)
+    assert [c.kind for c in changes] == [ChangeKind.OPEN_TILES]
+    assert changes[0].open_tiles == tuple(parse_tiles("77s"))
+
+
 def test_a_pair_laid_open_beside_four_melds_is_a_hand() -> None:
     # with four melds down no meld can be forming: two loose tiles are the hand laid open
     melds = tuple(Meld.of("pung", t, 1) for t in ("EEE", "SSS", "WWW", "NNN"))

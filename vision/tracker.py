@@ -27,8 +27,10 @@ once a change has been seen for ``stable_frames`` frames:
 Laid-open tiles mean a hand laid open after a win, so loose tiles settle as laid open only
 when they cannot be a meld being laid (or one whose claimed tile a hand still covers): not
 while the seat's loose tiles could all be one meld (up to four of a tile, up to three of a
-run) and the seat has fewer than four melds. Loose tiles lying where a confirmed meld or
-flower lies are that thing seen in part, and do not count.
+run) and the seat has fewer than four melds, for up to ``laying_frames`` frames; lying
+unchanged longer, they are reported as laid open whatever they are (a pung laid with no tile
+turned, say: said, never lost). Loose tiles lying where a confirmed meld or flower lies are
+that thing seen in part, and do not count.
 
 Whether a place is bare table needs the picture: the pipeline passes ``is_bare`` (a convex
 polygon on the plane -> bool). Without it a place counts as hidden unless tiles seen cover it,
@@ -279,7 +281,9 @@ class TableTracker:
     ``remove_frames`` how long a place must be in plain view without what lay there before it is
     removed (at least ``stable_frames``, so that a thing replaced is not reported removed);
     ``forget_frames`` how many frames in a row a not-yet-confirmed reading may be missed before
-    it is forgotten; ``match_mm`` how far a thing may shift between frames and stay the same.
+    it is forgotten; ``match_mm`` how far a thing may shift between frames and stay the same;
+    ``laying_frames`` how long loose tiles that could still be one meld being laid wait before
+    they count as laid open all the same.
     """
 
     def __init__(
@@ -290,8 +294,9 @@ class TableTracker:
         remove_frames: int = 8,
         forget_frames: int = 3,
         match_mm: float = 20.0,
+        laying_frames: int = 20,
     ) -> None:
-        if stable_frames < 1 or remove_frames < 1 or forget_frames < 1:
+        if stable_frames < 1 or remove_frames < 1 or forget_frames < 1 or laying_frames < 1:
             raise VisionError("the tracker's frame counts must be 1 or more")
         if remove_frames < stable_frames:
             # a replacement needs stable_frames of the new reading; removing the old one
@@ -302,6 +307,7 @@ class TableTracker:
         self.geometry = geometry or TableGeometry()
         self.stable_frames = stable_frames
         self.remove_frames = remove_frames
+        self.laying_frames = laying_frames
         self.forget_frames = forget_frames
         self.match_mm = float(match_mm)
         self.frame = -1
@@ -547,15 +553,18 @@ class TableTracker:
         # only what is steady, and not where a meld or flower lies (that is it, seen in part
         # past a hand): a tile misread for a frame must not make two of a tile a hand
         others = [t for t in tracks if t.confirmed and t.kind != _OPEN]
-        loose = sorted(
-            int(t.value.label)  # type: ignore[union-attr]
+        steady = [
+            t
             for t in tracks
             if t.kind == _OPEN
             and (t.confirmed or (not t.missed and t.seen >= self.stable_frames))
             and not any(_overlaps(t.footprint, o.footprint) for o in others)
-        )
-        if not loose:
+        ]
+        if not steady or min(t.seen for t in steady) >= self.laying_frames:
+            # lying that long unchanged, they are not a meld being laid: whatever they are
+            # (a pung laid with no tile turned, say), they are said, not lost
             return True
+        loose = sorted(int(t.value.label) for t in steady)  # type: ignore[union-attr]
         same = len(loose) <= 4 and len(set(loose)) == 1
         run = (
             len(loose) <= 3
