@@ -295,6 +295,8 @@ def test_a_damaged_data_folder_is_refused_not_read_as_fewer_tiles(tmp_path):
         load_photos(tmp_path)
     (tmp_path / "labels" / "b.txt").write_text("")  # a photo of no tiles says so: legal
     assert [len(p.labels) for p in load_photos(tmp_path)] == [1, 0, 1]
+    (tmp_path / "labels" / "classes.txt").write_text("1m\n2m\n")  # a labelling tool's list
+    assert len(load_photos(tmp_path)) == 3
     (tmp_path / "images" / "c.jpeg").unlink()
     with pytest.raises(ModelError, match="1 label files without a photo: c"):
         load_photos(tmp_path)

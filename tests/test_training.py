@@ -701,6 +701,10 @@ def test_a_run_stopped_while_moving_its_files_leaves_a_folder_that_will_not_load
     assert moved == ["finder.onnx", "classifier.onnx"]
     with pytest.raises(ModelError, match=r"has no model\.json"):
         TileRecognizer(out)
+    # and the folder can be trained into again
+    monkeypatch.setattr(training.os, "replace", real)
+    train(TrainConfig.preset("tiny", None, out, log=lambda _: None))
+    TileRecognizer(out)
 
 
 def _fake_model(src: Path, out: Path) -> dict:
@@ -756,3 +760,15 @@ def test_a_manifest_that_cannot_be_written_is_a_model_error(first, tmp_path):
     assert json.loads((out / "model.json").read_text()) == {"format": 1}
     assert (out / "model.json").stat().st_mode & 0o644 == 0o644
     assert [p.name for p in out.iterdir()] == ["model.json"]
+
+
+def test_a_run_without_pytorch_leaves_no_folder(tmp_path, monkeypatch):
+    import vision.training as training
+
+    def no_torch():
+        raise ModelError("training needs PyTorch: pip install -e '.[train]'")
+
+    monkeypatch.setattr(training, "_torch", no_torch)
+    with pytest.raises(ModelError, match="needs PyTorch"):
+        train(TrainConfig.preset("tiny", None, tmp_path / "new", log=lambda _: None))
+    assert list(tmp_path.iterdir()) == []

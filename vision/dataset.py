@@ -175,7 +175,12 @@ def load_photos(root: str | Path, splits: Iterable[str] = SPLITS) -> list[Labell
         )
         if not images:
             raise ModelError(f"no photos in {root / 'images'}")
-        label_names = {p.stem for p in (root / "labels").iterdir() if p.suffix == ".txt"}
+        # classes.txt is the class list some labelling tools write beside the labels
+        label_names = {
+            p.stem
+            for p in (root / "labels").iterdir()
+            if p.suffix == ".txt" and p.name != "classes.txt"
+        }
     except OSError as exc:
         raise ModelError(
             f"{root} is not a folder of labelled photos (images/ and labels/): "

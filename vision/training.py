@@ -881,8 +881,8 @@ def train(cfg: TrainConfig) -> dict[str, Any]:
     place only once the model is trained and tuned: a run that fails or is stopped leaves
     the folder's model as it was. A folder holding an enrolled head (``head.npz``, fitted to
     another classifier's embeddings) is refused, as are reuse folders that are not models."""
+    torch = _torch()  # before the folder is made: no PyTorch must leave no empty folder
     created = _check_folders(cfg)
-    torch = _torch()
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(max(1, cfg.threads))
     cv2.setNumThreads(1)
@@ -928,7 +928,7 @@ def _check_folders(cfg: TrainConfig) -> bool:
         held = out.is_dir() and any(out.iterdir())
     except OSError as exc:
         raise ModelError(f"cannot look into {out}: {exc.strerror or exc}") from None
-    if held:
+    if held and not _model_files_only(out):
         try:
             read_manifest(out)
         except ModelError:
@@ -963,6 +963,13 @@ def _check_folders(cfg: TrainConfig) -> bool:
             f"cannot write the model to {out}: {exc.strerror or exc} (at {exc.filename or out})"
         ) from None
     return created
+
+
+def _model_files_only(folder: Path) -> bool:
+    """Whether a folder holds nothing but a model's own files (a run stopped while moving
+    them in leaves the model files without their manifest, which must not lock the folder)."""
+    allowed = {*MODEL_FILES, "head.npz", "MODEL_CARD.md", "__init__.py", "__pycache__"}
+    return all(p.name in allowed or p.name.startswith(".") for p in folder.iterdir())
 
 
 def _train_into(cfg: TrainConfig) -> dict[str, Any]:
