@@ -391,3 +391,16 @@ def test_a_base_head_that_does_not_fit_the_classifier_is_a_model_error(
     assert rec.embedding_size == 192
     with pytest.raises(ModelError, match=said):
         enrol.base_head(model, rec.embedding_size)
+
+
+def test_a_labels_file_of_the_earlier_form_still_finds_its_photos(tmp_path, monkeypatch):
+    # earlier labels files named photos relative to the folder enrol ran in
+    (tmp_path / "photos").mkdir()
+    _grid_photo(tmp_path / "photos" / "grid.png", [[0, 1, 2]], seed=5)
+    (tmp_path / "my-tiles").mkdir()
+    labels = tmp_path / "my-tiles" / "labels.json"
+    record = {"image": "photos/grid.png", "box": [0, 0, 5, 5], "label": "1m"}
+    labels.write_text(json.dumps({"tiles": [record]}))
+    monkeypatch.chdir(tmp_path)
+    (sample,) = enrol.read_labels(labels)
+    assert sample.image == (tmp_path / "photos" / "grid.png").resolve()

@@ -223,7 +223,12 @@ def _sample(record: Any, folder: Path, what: str) -> EnrolSample:
     image = record["image"]
     if not isinstance(image, str) or not image.strip():
         raise EnrolError(f"{what} has no image file named ({image!r})")
-    return EnrolSample(Path(os.path.normpath(folder / image)), box, label)  # type: ignore[arg-type]
+    path = Path(os.path.normpath(folder / image))
+    if not path.exists() and not Path(image).is_absolute() and Path(image).exists():
+        # a labels file written before photos were named relative to it named them relative
+        # to the folder enrol ran in: found there, it is read as it was meant
+        path = Path(image).resolve()
+    return EnrolSample(path, box, label)  # type: ignore[arg-type]
 
 
 def contact_sheet(samples: list[EnrolSample], columns: int = 9, cell: int = 72) -> np.ndarray:
