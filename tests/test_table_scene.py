@@ -230,3 +230,12 @@ def test_discards_that_would_reach_the_walls_are_refused() -> None:
     grid = SCENE.place(TableLayout(discards=tiles[:capacity], walls=True))
     for d in (t for t in grid if t.role == "discard"):
         assert all(not _quads_overlap(d.quad(), w.quad()) for w in walls)
+    # a drawn hand's discards (136 - 4 x 13 dealt) lie in the centre, in no seat's zone
+    drawn = tuple(Tile(t % 34) for t in range(84))
+    for d in SCENE.place(TableLayout(discards=drawn)):
+        assert CAL.seat_of(d.centre) is None
+    # laying more discards moves none already laid
+    fewer = SCENE.place(TableLayout(discards=drawn[:40]))
+    assert [d.centre for d in fewer] == [
+        d.centre for d in SCENE.place(TableLayout(discards=drawn))[:40]
+    ]

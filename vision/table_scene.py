@@ -476,32 +476,46 @@ class TableScene:
         return u
 
     def discard_capacity(self, walls: bool) -> int:
-        """How many discards the centre holds: the grid's rows stop short of the walls (or,
-        without walls, of the seats' zones)."""
+        """How many discards the centre holds: the grid stops short of the walls (or, without
+        walls, of the seats' zones)."""
+        return len(self._discard_cells(walls))
+
+    def _discard_cells(self, walls: bool) -> list[tuple[float, float]]:
+        """Where discard number i lies: a grid wide enough for a tile turned either way,
+        filled eight to a row from just above the centre downwards, then, when that is full,
+        the rest of the free centre nearest the middle first (so a discard never moves when
+        more are laid)."""
         s, pitch = self.geometry.side_mm, DISCARD_PITCH
         inner = WALL_V + TILE_LONG_MM if walls else self.geometry.zone_depth_mm
-        y0 = s / 2 - 2 * pitch
-        rows = math.floor((s - inner - (y0 + pitch / 2)) / pitch) + 1
-        return 8 * max(0, rows) if y0 - pitch / 2 >= inner else 0
+        lo, hi = inner + pitch / 2, s - inner - pitch / 2
+
+        def x(j: int) -> float:
+            return s / 2 + (j - 3.5) * pitch
+
+        def y(r: int) -> float:
+            return s / 2 + (r - 2) * pitch
+
+        cols = [j for j in range(-20, 28) if lo <= x(j) <= hi]
+        rows = [r for r in range(-20, 28) if lo <= y(r) <= hi]
+        core = [(j, r) for r in rows if r >= 0 for j in cols if 0 <= j < 8]
+        taken = set(core)
+        rest = sorted(
+            ((j, r) for r in rows for j in cols if (j, r) not in taken),
+            key=lambda c: (math.hypot(x(c[0]) - s / 2, y(c[1]) - s / 2), c[1], c[0]),
+        )
+        return [(x(j), y(r)) for j, r in core + rest]
 
     def _discards(self, discards: Sequence[Tile], walls: bool = False) -> list[PlacedOnTable]:
-        """Discards in the centre, each turned to face one of the players, on a grid wide
-        enough for a tile turned either way."""
-        capacity = self.discard_capacity(walls)
-        if len(discards) > capacity:
+        """Discards in the centre, each turned to face one of the players."""
+        cells = self._discard_cells(walls)
+        if len(discards) > len(cells):
             raise SceneError(
                 f"{len(discards)} discards do not fit the centre of this table "
-                f"({capacity} do{' inside the walls' if walls else ''})"
+                f"({len(cells)} do{' inside the walls' if walls else ''})"
             )
         out = []
-        s = self.geometry.side_mm
-        per_row, pitch = 8, DISCARD_PITCH
-        x0 = s / 2 - (per_row - 1) * pitch / 2
-        y0 = s / 2 - 2 * pitch
-        for i, t in enumerate(discards):
+        for i, (t, (x, y)) in enumerate(zip(discards, cells, strict=False)):
             rng = self._rng(9, i)
-            x = x0 + (i % per_row) * pitch
-            y = y0 + (i // per_row) * pitch
             angle = float(rng.normal(0, 3) + 90 * rng.integers(4)) % 360
             out.append(PlacedOnTable(int(t), (x, y), angle, None, "discard", i))
         return out
