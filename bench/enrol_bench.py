@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -93,12 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("limit", "threads", "steps"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             ap.error(f"--{name} must be 1 or more")
-    if args.json is not None:
-        try:
-            with args.json.open("a"):
-                pass
-        except OSError as exc:
-            ap.error(f"cannot write {args.json}: {exc.strerror or exc}")
+    if args.json is not None:  # checked, not made: a run that fails leaves no empty file
+        out = args.json
+        if out.is_dir() or not out.parent.is_dir():
+            ap.error(
+                f"cannot write {out}: {'it is a folder' if out.is_dir() else 'no such folder'}"
+            )
+        if not os.access(out if out.exists() else out.parent, os.W_OK):
+            ap.error(f"cannot write {out}: permission denied")
     try:
         return _run(args, ap)
     except MahjongTableError as exc:  # no data, no model, an unknown split

@@ -39,6 +39,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -266,12 +267,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check_writable(ap: argparse.ArgumentParser, path: Path) -> None:
-    """Refuse at the start an output file that could not be written at the end."""
-    try:
-        with path.open("a"):
-            pass
-    except OSError as exc:
-        ap.error(f"cannot write {path}: {exc.strerror or exc}")
+    """Refuse at the start an output file that could not be written at the end (without
+    making it: a run that fails must not leave an empty one)."""
+    folder = path.parent
+    if path.is_dir() or not folder.is_dir():
+        ap.error(f"cannot write {path}: {'it is a folder' if path.is_dir() else 'no such folder'}")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        ap.error(f"cannot write {path}: permission denied")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -132,5 +132,7 @@ def test_a_folder_without_held_out_photos_is_a_clear_failure(tmp_path, capsys):
 
     cv2.imwrite(str(tmp_path / "real-photos" / "images" / f"{source}.jpg"), np.zeros((64, 64, 3)))
     (tmp_path / "real-photos" / "labels" / f"{source}.txt").write_text("")
-    assert vision_bench.main(["--data", str(tmp_path), "--no-peer"]) == 2
+    out = tmp_path / "v.json"
+    assert vision_bench.main(["--data", str(tmp_path), "--no-peer", "--json", str(out)]) == 2
     assert "no held-out photos" in capsys.readouterr().err
+    assert not out.exists()  # a run that fails leaves no empty file
