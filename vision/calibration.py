@@ -21,12 +21,10 @@ table corners clicked by hand instead. :meth:`Calibration.save` writes JSON that
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -36,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from controller.errors import VisionError
+from vision.files import write_text_atomically
 
 SEATS = 4
 ARUCO_DICTIONARY = "DICT_4X4_50"
@@ -372,25 +371,10 @@ class Calibration:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the calibration as JSON (atomically: a crash never leaves half a file)."""
         p = Path(path)
-        text = json.dumps(self.to_json(), indent=2) + "\n"
-        tmp: str | None = None
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            # a name of its own: two writers at once must not share a half-written file
-            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())  # on the Pi's SD card a power cut follows soon enough
-            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a service's other user
-            os.replace(tmp, p)
-            tmp = None
+            write_text_atomically(p, json.dumps(self.to_json(), indent=2) + "\n", make_folder=True)
         except OSError as exc:
             raise CalibrationError(f"cannot write {p}: {exc.strerror or exc}") from None
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
         return p
 
     def with_zone_depth(self, depth_mm: float) -> Calibration:

@@ -20,7 +20,6 @@ the procedural faces and the public-domain art.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -37,6 +36,7 @@ import cv2
 import numpy as np
 
 from controller.errors import ModelError
+from vision.files import write_text_atomically
 from vision.labels import BACK, LABEL_NAMES, NUM_LABELS
 
 STRIDE = 4
@@ -854,23 +854,10 @@ def write_manifest(model_dir: Path, manifest: dict[str, Any]) -> None:
     """Write ``model.json`` whole or not at all (through a file beside it), or ModelError: a
     retune that cannot write must say so, and never leave half a manifest."""
     path = Path(model_dir) / MANIFEST_FILE
-    tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".model.", suffix=".json", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(manifest, indent=2) + "\n")
-        if path.exists():
-            shutil.copymode(path, tmp)
-        else:
-            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a service's other user
-        os.replace(tmp, path)
-        tmp = None
+        write_text_atomically(path, json.dumps(manifest, indent=2) + "\n")
     except OSError as exc:
         raise ModelError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 def train(cfg: TrainConfig) -> dict[str, Any]:

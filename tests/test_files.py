@@ -1,0 +1,36 @@
+"""Writing a file whole or not at all (vision/files.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from vision.files import write_text_atomically
+
+
+def test_a_file_is_written_whole_and_readable_by_the_tables_service(tmp_path: Path) -> None:
+    path = write_text_atomically(tmp_path / "a" / "b.json", "{}\n", make_folder=True)
+    assert path.read_text() == "{}\n" and path.stat().st_mode & 0o777 == 0o644
+    path.chmod(0o640)
+    write_text_atomically(path, "[]\n")  # a file replaced keeps its permissions
+    assert path.read_text() == "[]\n" and path.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in path.parent.iterdir()) == ["b.json"]
+
+
+def test_a_write_that_fails_leaves_the_old_file_and_no_temporary_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.json"
+    path.write_text("old")
+
+    def full_disk(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_text_atomically(path, "new")
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["c.json"]
+    with pytest.raises(FileNotFoundError):  # no folder made unless asked
+        write_text_atomically(tmp_path / "none" / "d.json", "x")
