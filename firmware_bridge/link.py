@@ -340,6 +340,24 @@ class LinkEndpoint:
         self._renumber()
         return [Delivery("reset_done", frame.payload)]
 
+    def drop_queued(self) -> int:
+        """Forget every message queued or unacknowledged (a new host: what the previous one
+        was owed is not this one's). Returns how many were dropped."""
+        dropped = len(self._unacked) + len(self._backlog)
+        self._unacked.clear()
+        self._backlog.clear()
+        self._rtx_deadline = None
+        self._go_back = False
+        return dropped
+
+    def owed_ack(self) -> list[bytes]:
+        """The bare ACK owed now, whatever its delay (a host closing the line must not leave
+        its last answer unacknowledged: the peer would keep it for the next host)."""
+        if not self._ack_owed or self.epoch == 0 or self._resetting:
+            return []
+        self._ack_owed = False
+        return [encode_frame(_ACK, self.epoch, 0, self._rx_expected)]
+
     def _renumber(self) -> None:
         while self._unacked:
             self._backlog.appendleft(self._unacked.pop())

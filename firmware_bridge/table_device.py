@@ -311,7 +311,9 @@ class TableDevice:
         self._link = self._new_link()
         self._decoder = FrameDecoder()
         self._instance = int.from_bytes(os.urandom(4), "little") or 1
-        self._next_id = 1
+        # ids start anywhere (never 0): a previous host's answer still on the line cannot
+        # be taken for this one's command of the same id
+        self._next_id = int.from_bytes(os.urandom(4), "little") % 0xFFFFFFFF + 1
         self._pending: dict[int, PendingCommand] = {}
         self._held: collections.deque[PendingCommand] = collections.deque()
         self._resend: list[PendingCommand] = []
@@ -394,6 +396,11 @@ class TableDevice:
                 finally:
                     self._role_waiters -= 1
         with self._lock:
+            try:  # the last answer acknowledged: kept unacknowledged, the MCU would resend it
+                for frame in self._link.owed_ack():
+                    self._port.write(frame)
+            except Exception:  # a port already gone: nothing can be sent, nothing is lost here
+                pass
             self._port.close()
             err = LinkDown(f"the connection to {self.port_url} was closed")
             for pc in [*self._pending.values(), *self._held, *self._resend]:
@@ -417,7 +424,14 @@ class TableDevice:
     def wait_ready(self, timeout: float | None = None) -> Identity:
         """Block until the link is up and the handshake done; returns the MCU's identity."""
         t = self.config.connect_timeout if timeout is None else timeout
-        if not self._ready.wait(t):
+        deadline = time.monotonic() + t
+        # in slices: a close() from another thread ends the wait, as it ends every other
+        while not self._ready.wait(min(0.05, max(0.0, deadline - time.monotonic()))):
+            if self._closed.is_set():
+                raise LinkDown(f"the connection to {self.port_url} was closed")
+            if time.monotonic() >= deadline:
+                break
+        if not self._ready.is_set():
             if self._fatal is not None:
                 raise self._fatal
             raise LinkDown(f"the table at {self.port_url} did not answer: {self._last_error}")
@@ -1017,8 +1031,14 @@ class TableDevice:
                 log.info("table MCU restarted (boot %08x -> %08x)", self._boot_id, r.boot_id)
                 self._begin_epoch(time.monotonic())
             return
-        if self._boot_id is not None and r.uptime_ms < self._status_uptime:
-            return  # delayed, older than what we have
+        # delayed, older than what we have; compared round the 32-bit counter, which wraps
+        # after 49.7 days of uptime
+        if (
+            self._boot_id is not None
+            and self._status_uptime >= 0
+            and (r.uptime_ms - self._status_uptime) % 2**32 >= 2**31
+        ):
+            return
         self._status_uptime = r.uptime_ms
         self._status = McuStatus.from_report(r)
 

@@ -68,6 +68,7 @@ class SimCounters:
     boots: int = 0
     events: int = 0
     bad_messages: int = 0
+    dropped_for_new_host: int = 0
     watchdog_stops: int = 0
     per_command: collections.Counter[str] = field(default_factory=collections.Counter)
 
@@ -183,7 +184,13 @@ class SimulatedMcu:
             for d in self.link.on_frame(frame, now):
                 if d.kind == "reset":
                     if d.payload != self.instance:
-                        # a new host: forget the ids of the previous one's commands
+                        # a new host: forget the ids of the previous one's commands, and the
+                        # answers and events still owed to it (taken by the new host, an old
+                        # reply would answer its own command of that id, an old event would
+                        # read as new); the new host asks for the state it needs. What was
+                        # queued before any host came (the boot event) is for the first one.
+                        if self.instance is not None:
+                            self.counters.dropped_for_new_host += self.link.drop_queued()
                         self.instance = d.payload
                         self.memory.clear()
                         self.executed.clear()
@@ -461,6 +468,7 @@ class SimulatedMcu:
             "per_command": dict(c.per_command),
             "watchdog_stops": c.watchdog_stops,
             "bad_messages": c.bad_messages,
+            "dropped_for_new_host": c.dropped_for_new_host,
             "injected": dict(self.injected),
             "link": {
                 "epoch": self.link.epoch,

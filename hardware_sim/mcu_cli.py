@@ -39,8 +39,8 @@ def _positive(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError("must be above 0")
+    if not (math.isfinite(v) and v > 0):  # nan would make every duration nan: no jam fires
+        raise argparse.ArgumentTypeError("must be a number above 0")
     return v
 
 

@@ -366,3 +366,23 @@ def test_a_gap_at_the_same_number_a_lap_later_is_asked_for_again() -> None:
     mcu.poll(0.1)
     mcu.on_frame(Frame(FrameKind.DATA, 1, 1, 0, b"b"), 0.2)  # frame 0 of the next lap is missing
     assert naks(0.2) == [0]
+
+
+def test_an_ack_owed_can_be_sent_at_once_and_queued_messages_dropped() -> None:
+    ch = Channel(random.Random(5), ack_delay=0.005)
+    ch.connect()
+    ch.mcu.send(b"answer")
+    ch.flush()
+    while not ch.got[id(ch.host)]:
+        ch.step()
+    # the host owes an ACK it would send 5 ms later: closing now, it sends it at once
+    (ack,) = ch.host.owed_ack()
+    assert ch.host.owed_ack() == []  # owed once
+    for frame in FrameDecoder().feed(ack):
+        ch.mcu.on_frame(frame, ch.now)
+    assert ch.mcu.pending() == 0
+    # a peer told of a new host forgets what it still owed the old one
+    ch.mcu.send(b"for the old host")
+    ch.mcu.send(b"and this")
+    ch.flush()
+    assert ch.mcu.drop_queued() == 2 and ch.mcu.pending() == 0

@@ -179,3 +179,11 @@ def test_without_quit_on_eof_closed_stdin_keeps_it_running() -> None:
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_a_speed_that_is_no_speed_is_refused(value: str, capsys) -> None:
+    # nan made every duration nan, so an armed jam never fired
+    with pytest.raises(SystemExit) as stop:
+        parse("--speed", value)
+    assert stop.value.code == 2 and "must be a number above 0" in capsys.readouterr().err

@@ -614,3 +614,64 @@ def test_a_command_given_up_while_held_for_resending_is_forgotten(tmp_path) -> N
     with pytest.raises(CommandTimeout, match="may still carry it out") as err:
         pc.result()
     assert err.value.maybe_executed
+
+
+def test_a_new_host_gets_nothing_owed_to_the_one_before(sim_mcu) -> None:
+    # the one before closed with its last answer owed an ACK (or unacknowledged): the MCU kept
+    # it, and the next host took an old shuffle_done for a new one, and an old reply for its
+    # own command of the same id
+    sim = sim_mcu()
+    with TableDevice(sim.port, config=CFG) as first:
+        first.wait_ready(20)
+        first.shuffle()
+    retransmits = sim.stats()["mcu"]["link"]["retransmits"]
+    time.sleep(0.5)
+    assert sim.stats()["mcu"]["link"]["retransmits"] == retransmits  # the last answer was acked
+    with TableDevice(sim.port, config=CFG) as second:
+        rec = Recorder(second)
+        second.wait_ready(20)
+        assert isinstance(second.roll_dice(), DiceRoll)
+        time.sleep(0.3)
+        assert "shuffle_done" not in rec.kinds()
+    assert sim.stats()["mcu"]["per_command"].get("dice") == 1
+
+
+def test_command_ids_start_anywhere(sim_mcu) -> None:
+    sim = sim_mcu()
+    with (
+        TableDevice(sim.port, config=CFG, start=False) as a,
+        TableDevice(sim.port, config=CFG, start=False) as b,
+    ):
+        assert a._next_id != b._next_id and 0 < a._next_id <= 0xFFFFFFFF
+
+
+def test_status_keeps_up_when_the_uptime_counter_wraps() -> None:
+    # the 32-bit millisecond counter wraps after 49.7 days: every status after it was taken
+    # for a delayed old one, and last_status froze (lid interlock included)
+    dev = TableDevice("/dev/null-table", config=CFG, start=False)
+    dev._boot_id = 7
+    dev._on_status(p.StatusReport(boot_id=7, uptime_ms=2**32 - 1000))
+    dev._on_status(p.StatusReport(boot_id=7, uptime_ms=500, faults=0))
+    assert dev._status_uptime == 500
+    dev._on_status(p.StatusReport(boot_id=7, uptime_ms=2**32 - 500))  # delayed, from before
+    assert dev._status_uptime == 500
+
+
+def test_close_ends_a_wait_ready_on_another_thread(tmp_path) -> None:
+    dev = TableDevice(str(tmp_path / "absent-port"), config=CFG)
+    raised: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            dev.wait_ready(10)
+        except LinkDown as exc:
+            raised.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    dev.close()
+    waiter.join(5)
+    assert not waiter.is_alive() and time.monotonic() - started < 2
+    assert raised and "closed" in str(raised[0])
