@@ -217,6 +217,11 @@ def _layout(cls: type[Message]) -> _Layout:
     return layout
 
 
+def is_known(type_code: int) -> bool:
+    """Whether this side knows the message type ``type_code``."""
+    return type_code in _REGISTRY
+
+
 def decode_message(payload: bytes) -> Message:
     """The message in a frame's payload. Raises :class:`MessageError` if it is not one."""
     if not payload:

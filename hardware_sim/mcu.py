@@ -73,6 +73,10 @@ class SimCounters:
     per_command: collections.Counter[str] = field(default_factory=collections.Counter)
 
 
+_ANSWER_TYPES = 0x40
+"""Message types from 0x40 up go from the MCU to the host; below it are the host's commands."""
+
+
 class SimulatedMcu:
     """The simulated table controller.
 
@@ -234,6 +238,15 @@ class SimulatedMcu:
             msg = p.decode_message(payload)
         except MessageError:
             self.counters.bad_messages += 1
+            if len(payload) >= 5 and payload[0] < _ANSWER_TYPES and not p.is_known(payload[0]):
+                # a command of a newer host, by its type's range: answered UNKNOWN (its id
+                # is where every command's is), so the host says to update the firmware
+                # instead of waiting out its timeout
+                cmd_id = int.from_bytes(payload[1:5], "little")
+                if cmd_id:
+                    answer = p.Reply(cmd_id, p.Result.UNKNOWN, payload[0]).encode()
+                    self.memory[cmd_id] = answer
+                    self.link.send(answer)
             return
         if not isinstance(msg, p.Command):
             self.counters.bad_messages += 1

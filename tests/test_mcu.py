@@ -275,3 +275,14 @@ def test_garbage_payloads_are_counted_not_fatal(host: Host) -> None:
 def test_speed_must_be_positive() -> None:
     with pytest.raises(ValueError):
         SimulatedMcu(speed=0)
+
+
+def test_a_command_of_a_newer_host_is_answered_unknown(host: Host) -> None:
+    # answered, the host can say "update the firmware" instead of timing out
+    cid = host.next_id
+    host.next_id += 1
+    host.link.send(bytes([0x16]) + cid.to_bytes(4, "little") + b"\x01")
+    host.pump()
+    host.run(0.1)
+    assert host.answer(cid) == p.Reply(cid, p.Result.UNKNOWN, 0x16)
+    assert host.mcu.counters.bad_messages == 1
