@@ -233,6 +233,7 @@ class PendingCommand:
         self.state = "held"
         self.token: int | None = None
         self.ever_sent = False
+        self.sent_epoch = 0  # the link epoch it was last sent in
         self.abandoned = False
         self.on_done: Callable[[PendingCommand], None] | None = None
         # set once, under the device's lock; waiters are woken through the device
@@ -586,6 +587,7 @@ class TableDevice:
     def _send(self, pc: PendingCommand) -> None:
         pc.token = self._link.send(pc.command.encode(), urgent=pc.urgent)
         pc.state = "sent"
+        pc.sent_epoch = self._link.epoch if self._link.established else -1
         self.counters["commands_sent"] += 1
 
     def _abandon(self, pc: PendingCommand) -> None:
@@ -600,9 +602,10 @@ class TableDevice:
                     self._held.remove(pc)
                 if pc in self._resend:
                     self._resend.remove(pc)
-                # not in flight, and now never to be: no answer can come to wait for (sent
-                # in an earlier epoch, it stayed in _pending for ever)
-                self._pending.pop(pc.cmd_id, None)
+                # not to be sent again; but one sent in an earlier epoch may have reached the
+                # MCU, which keeps its answer for this host across epochs: it stays in
+                # _pending, abandoned, so that answer comes as a late_result (until the MCU
+                # restarts, which forgets it)
             elif pc.state == "sent" and pc.token is not None:
                 withdrawn = self._link.cancel(pc.token)
                 never_sent = withdrawn
@@ -886,6 +889,15 @@ class TableDevice:
     def _on_epoch_started(self, now: float) -> None:
         self._set_phase("handshake")
         self._backoff.reset()
+        # an emergency stop waiting for the line goes as soon as there is one, before the
+        # handshake's round trips
+        for c in [c for c in (*self._held, *self._resend) if c.urgent and not c.done()]:
+            if c.state == "held":
+                self._send(c)
+            if c in self._held:
+                self._held.remove(c)
+            if c in self._resend:
+                self._resend.remove(c)
         pc = self._submit(p.Identify, 5.0, internal=True)
         pc.on_done = self._on_identified
 
@@ -943,7 +955,14 @@ class TableDevice:
                 keep.append(pc)
         self._resend = keep
         for pc in list(self._pending.values()):
-            if pc.state == "accepted" and not pc.internal:
+            if pc.abandoned and pc.state == "held":
+                self._pending.pop(pc.cmd_id, None)  # its answer, if any, went with the MCU
+                continue
+            if pc.internal or pc.done():
+                continue
+            # started, or acknowledged by the old MCU and never answered (sent in an earlier
+            # epoch: what this epoch sent went to the new MCU, an emergency stop say)
+            if pc.state == "accepted" or (pc.state == "sent" and pc.sent_epoch != self._link.epoch):
                 self._fail_reset(pc)
 
     def _fail_reset(self, pc: PendingCommand) -> None:

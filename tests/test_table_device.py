@@ -599,9 +599,11 @@ def test_a_command_finishing_as_its_caller_starts_to_wait_wakes_it(tmp_path) -> 
     assert woken.is_set() and waited < 1.0, f"slept {waited:.2f} s on a finished command"
 
 
-def test_a_command_given_up_while_held_for_resending_is_forgotten(tmp_path) -> None:
-    # sent in an earlier epoch, held for the next, and timed out before it: nothing will
-    # answer it, so nothing may keep waiting for it
+def test_a_command_given_up_while_held_for_resending_still_reports_a_late_answer(
+    tmp_path,
+) -> None:
+    # sent in an earlier epoch, held for the next, and timed out before it: not sent again,
+    # but the MCU keeps this host's answers across epochs, so its answer may still come
     from firmware_bridge.table_device import PendingCommand
 
     dev = TableDevice(str(tmp_path / "no-port"), config=CFG, start=False)
@@ -610,10 +612,23 @@ def test_a_command_given_up_while_held_for_resending_is_forgotten(tmp_path) -> N
     dev._pending[pc.cmd_id] = pc
     dev._resend.append(pc)
     dev._abandon(pc)
-    assert pc.cmd_id not in dev._pending and pc not in dev._resend
+    assert pc not in dev._resend and dev._pending[pc.cmd_id].abandoned
     with pytest.raises(CommandTimeout, match="may still carry it out") as err:
         pc.result()
     assert err.value.maybe_executed
+    dev._answer(pc.cmd_id, "the status")
+    assert pc.cmd_id not in dev._pending
+    event = dev._events.get_nowait()  # not started: the dispatcher has not taken it
+    assert event is not None and event.kind == "late_result" and event.command_id == 7
+    # an MCU restart forgets what it owed: nothing waits on for ever
+    pc2 = PendingCommand(dev, p.GetStatus(8), 0.01)
+    pc2.ever_sent = True
+    dev._pending[pc2.cmd_id] = pc2
+    dev._resend.append(pc2)
+    dev._abandon(pc2)
+    dev._boot_id = 1
+    dev._mcu_restarted(2)
+    assert pc2.cmd_id not in dev._pending
 
 
 def test_a_new_host_gets_nothing_owed_to_the_one_before(sim_mcu) -> None:
@@ -675,3 +690,36 @@ def test_close_ends_a_wait_ready_on_another_thread(tmp_path) -> None:
     waiter.join(5)
     assert not waiter.is_alive() and time.monotonic() - started < 2
     assert raised and "closed" in str(raised[0])
+
+
+def test_a_restart_fails_what_the_old_mcu_acknowledged_but_never_answered(tmp_path) -> None:
+    # acknowledged on the line in an earlier epoch, unanswered: the old MCU had it, and it
+    # is gone with it (the caller waited out its timeout, told it might still run)
+    from firmware_bridge.table_device import PendingCommand
+
+    dev = TableDevice(str(tmp_path / "no-port"), config=CFG, start=False)
+    old = PendingCommand(dev, p.Lights(11, 1, 2), 30)
+    old.state, old.ever_sent, old.sent_epoch = "sent", True, 5
+    now = PendingCommand(dev, p.EmergencyStop(12), 30, urgent=True)
+    now.state, now.ever_sent, now.sent_epoch = "sent", True, dev._link.epoch
+    dev._pending.update({11: old, 12: now})
+    dev._boot_id = 1
+    dev._mcu_restarted(2)
+    with pytest.raises(CommandFailed) as err:
+        old.result()
+    assert err.value.reason == "mcu_reset"
+    assert 12 in dev._pending and not now.done()  # sent to the new MCU: its answer will come
+
+
+def test_an_emergency_stop_waiting_for_the_line_goes_before_the_handshake(tmp_path) -> None:
+    from firmware_bridge.table_device import PendingCommand
+
+    dev = TableDevice(str(tmp_path / "no-port"), config=CFG, start=False)
+    stop = PendingCommand(dev, p.EmergencyStop(21), 30, urgent=True)
+    lights = PendingCommand(dev, p.Lights(22, 1, 2), 30)
+    dev._pending.update({21: stop, 22: lights})
+    dev._held.extend([stop, lights])
+    dev._on_epoch_started(time.monotonic())
+    assert stop.state == "sent" and lights.state == "held"
+    identify = next(pc for pc in dev._pending.values() if pc.name == "identify")
+    assert stop.token is not None and identify.token is not None and stop.token < identify.token
