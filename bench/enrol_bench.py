@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections import defaultdict
@@ -49,6 +48,7 @@ from vision.dataset import (  # noqa: E402
     tile_f1,
 )
 from vision.enrol import base_head, embed_views, fit_head  # noqa: E402
+from vision.files import why_not_writable  # noqa: E402
 from vision.labels import BACK  # noqa: E402
 from vision.recognizer import TileRecognizer  # noqa: E402
 
@@ -94,14 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("limit", "threads", "steps"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             ap.error(f"--{name} must be 1 or more")
-    if args.json is not None:  # checked, not made: a run that fails leaves no empty file
-        out = args.json
-        if out.is_dir() or not out.parent.is_dir():
-            ap.error(
-                f"cannot write {out}: {'it is a folder' if out.is_dir() else 'no such folder'}"
-            )
-        if not os.access(out if out.exists() else out.parent, os.W_OK):
-            ap.error(f"cannot write {out}: permission denied")
+    if args.json is not None and (why := why_not_writable(args.json)):
+        ap.error(f"cannot write {args.json}: {why}")
     try:
         return _run(args, ap)
     except MahjongTableError as exc:  # no data, no model, an unknown split

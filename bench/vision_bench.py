@@ -39,7 +39,6 @@ import argparse
 import importlib
 import importlib.util
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -63,6 +62,7 @@ from vision.dataset import (  # noqa: E402
     outside_labelled_area,
 )
 from vision.detection import box_iou  # noqa: E402
+from vision.files import why_not_writable  # noqa: E402
 from vision.labels import BACK, FLOWER_LABELS, label_name  # noqa: E402
 from vision.recognizer import TileRecognizer  # noqa: E402
 
@@ -257,23 +257,13 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--{name} must be 1 or more")
     if args.table_frames < 0:
         ap.error("--table-frames must be 0 (none) or more")
-    if args.json is not None:
-        _check_writable(ap, args.json)
+    if args.json is not None and (why := why_not_writable(args.json)):
+        ap.error(f"cannot write {args.json}: {why}")
     try:
         return _run(args)
     except MahjongTableError as exc:  # no data, no model
         print(f"vision_bench: {exc}", file=sys.stderr)
         return 2
-
-
-def _check_writable(ap: argparse.ArgumentParser, path: Path) -> None:
-    """Refuse at the start an output file that could not be written at the end (without
-    making it: a run that fails must not leave an empty one)."""
-    folder = path.parent
-    if path.is_dir() or not folder.is_dir():
-        ap.error(f"cannot write {path}: {'it is a folder' if path.is_dir() else 'no such folder'}")
-    if not os.access(path if path.exists() else folder, os.W_OK):
-        ap.error(f"cannot write {path}: permission denied")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -397,11 +397,10 @@ class TableDevice:
                 finally:
                     self._role_waiters -= 1
         with self._lock:
-            try:  # the last answer acknowledged: kept unacknowledged, the MCU would resend it
-                for frame in self._link.owed_ack():
-                    self._port.write(frame)
-            except Exception:  # a port already gone: nothing can be sent, nothing is lost here
-                pass
+            # the last answer acknowledged: kept unacknowledged, the MCU would resend it
+            owed = self._link.owed_ack()
+            if owed:
+                self._write(owed, time.monotonic())
             self._port.close()
             err = LinkDown(f"the connection to {self.port_url} was closed")
             for pc in [*self._pending.values(), *self._held, *self._resend]:

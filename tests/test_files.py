@@ -34,3 +34,21 @@ def test_a_write_that_fails_leaves_the_old_file_and_no_temporary_one(
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["c.json"]
     with pytest.raises(FileNotFoundError):  # no folder made unless asked
         write_text_atomically(tmp_path / "none" / "d.json", "x")
+
+
+def test_a_folder_is_checked_for_taking_files_without_keeping_one(tmp_path: Path) -> None:
+    from vision.files import check_folder_takes_files
+
+    check_folder_takes_files(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(OSError):
+        check_folder_takes_files(tmp_path / "none")
+
+
+def test_why_a_path_cannot_be_written_is_told_without_making_it(tmp_path: Path) -> None:
+    from vision.files import why_not_writable
+
+    assert why_not_writable(tmp_path / "out.json") is None
+    assert why_not_writable(tmp_path) == "it is a folder"
+    assert why_not_writable(tmp_path / "none" / "out.json") == "no such folder"
+    assert list(tmp_path.iterdir()) == []

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 EXIT_OK = 0
@@ -325,13 +324,13 @@ def train_command(args: argparse.Namespace) -> int:
 def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bool) -> int:
     from controller.errors import ConfigError, ModelError
     from vision.dataset import load_photos
+    from vision.files import check_folder_takes_files
     from vision.recognizer import HEAD_FILE, TileRecognizer
     from vision.training import TrainConfig, quantise_model, tune
 
     TileRecognizer(model_dir)  # a folder that is not a model: ModelError before any photo is read
     try:  # a folder it cannot write into: said now, not after the tuning
-        with tempfile.TemporaryFile(dir=model_dir):
-            pass
+        check_folder_takes_files(model_dir)
     except OSError as exc:
         raise ModelError(f"cannot write into {model_dir}: {exc.strerror or exc}") from None
     photos = (

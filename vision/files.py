@@ -1,4 +1,4 @@
-"""Writing a file whole or not at all.
+"""Writing a file whole or not at all, and checking beforehand that it can be written.
 
 A calibration or a model manifest half written (a full SD card, a power cut, two writers at
 once) would leave the table unable to start, or started on a mixture of two. Each is written
@@ -42,3 +42,22 @@ def write_text_atomically(
             os.unlink(tmp)
         raise
     return p
+
+
+def check_folder_takes_files(folder: str | os.PathLike[str]) -> None:
+    """Raise :class:`OSError` unless a file can be made in ``folder`` (made and removed at
+    once): said before a long run, not after it."""
+    tempfile.TemporaryFile(dir=folder).close()
+
+
+def why_not_writable(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` could not be written as a file, or ``None`` if it could; nothing is made
+    (a run that fails must not leave an empty file behind)."""
+    p = Path(path)
+    if p.is_dir():
+        return "it is a folder"
+    if not p.parent.is_dir():
+        return "no such folder"
+    if not os.access(p if p.exists() else p.parent, os.W_OK):
+        return "permission denied"
+    return None

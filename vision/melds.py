@@ -875,10 +875,11 @@ def _flag_extra_copies(views: tuple[SeatView, ...]) -> tuple[SeatView, ...]:
     """The views with every tile seen more often than the set holds it (four of each playing
     tile, one of each flower) flagged where it is seen: some read of it is wrong, and which
     one cannot be told, so the players are asked."""
-    seen: Counter[int] = Counter()
-    for v in views:
-        seen.update(int(t) for m in v.melds for t in m.tiles)
-        seen.update(int(t) for t in (*v.flowers, *v.open_tiles))
+    shown = [
+        [int(t) for t in (*(t for m in v.melds for t in m.tiles), *v.flowers, *v.open_tiles)]
+        for v in views
+    ]
+    seen = Counter(t for tiles in shown for t in tiles)
     extra = {lab: n for lab, n in seen.items() if n > (COPIES if lab < NUM_KINDS else 1)}
     if not extra:
         return views
@@ -893,11 +894,8 @@ def _flag_extra_copies(views: tuple[SeatView, ...]) -> tuple[SeatView, ...]:
         return TileRead(r.label, r.confidence, r.quad, True, r.alternatives)
 
     out = []
-    for v in views:
-        shown = {int(t) for m in v.melds for t in m.tiles} | {
-            int(t) for t in (*v.flowers, *v.open_tiles)
-        }
-        here = sorted(shown & extra.keys())
+    for v, tiles in zip(views, shown, strict=True):
+        here = sorted(set(tiles) & extra.keys())
         if not here:
             out.append(v)
             continue

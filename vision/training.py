@@ -36,7 +36,7 @@ import cv2
 import numpy as np
 
 from controller.errors import ModelError
-from vision.files import write_text_atomically
+from vision.files import check_folder_takes_files, write_text_atomically
 from vision.labels import BACK, LABEL_NAMES, NUM_LABELS
 
 STRIDE = 4
@@ -941,8 +941,7 @@ def _check_folders(cfg: TrainConfig) -> bool:
         out.mkdir(parents=True, exist_ok=True)
         # the run works beside the folder and moves its files into it: both must take files
         for folder in (out, out.parent):
-            with tempfile.TemporaryFile(dir=folder):
-                pass
+            check_folder_takes_files(folder)
     except OSError as exc:
         if created:
             shutil.rmtree(out, ignore_errors=True)
