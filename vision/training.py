@@ -954,7 +954,7 @@ def _check_folders(cfg: TrainConfig) -> bool:
 def _model_files_only(folder: Path) -> bool:
     """Whether a folder holds nothing but a model's own files (a run stopped while moving
     them in leaves the model files without their manifest, which must not lock the folder)."""
-    allowed = {*MODEL_FILES, "head.npz", "MODEL_CARD.md", "__init__.py", "__pycache__"}
+    allowed = {*MODEL_FILES, "MODEL_CARD.md", "__init__.py", "__pycache__"}
     return all(p.name in allowed or p.name.startswith(".") for p in folder.iterdir())
 
 
