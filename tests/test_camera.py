@@ -502,3 +502,19 @@ def test_camera_settings_that_cannot_work_are_refused_up_front(make, said) -> No
 def test_a_big_endian_16_bit_picture_is_read_as_16_bit() -> None:
     grey = np.full((10, 12), 0x8040, dtype=">u2")
     assert as_bgr(grey).shape == (10, 12, 3) and int(as_bgr(grey)[0, 0, 0]) == 0x80
+
+
+@pytest.mark.parametrize("bits", [10, 12, 14, 16])
+def test_a_16_bit_picture_is_read_by_its_depth(bits) -> None:
+    # a 10- or 12-bit camera delivers its samples at the bottom of 16-bit words: read by the
+    # top byte alone such a frame came out all but black, and the recogniser found no tiles
+    eight = np.random.default_rng(bits).integers(0, 256, (30, 40, 3), dtype=np.uint8)
+    eight[0, 0] = 255  # the brightest pixel sets the depth
+    deep = (eight.astype(np.uint16) << (bits - 8)) | np.uint16((1 << (bits - 8)) - 1)
+    np.testing.assert_array_equal(as_bgr(deep), eight)
+
+
+def test_a_dark_16_bit_picture_is_not_brightened_past_its_depth() -> None:
+    # pixels under 256 are 8-bit samples in 16-bit words, read as they are
+    dark = np.full((20, 20), 200, np.uint16)
+    assert int(as_bgr(dark)[0, 0, 0]) == 200

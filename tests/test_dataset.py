@@ -28,7 +28,6 @@ from vision.dataset import (
     parse_label_file,
     source_of,
     split_of,
-    square_crop,
     tile_f1,
 )
 
@@ -117,14 +116,6 @@ def test_split_fractions_are_near_the_plan():
     held = splits.count("held_out") / len(splits)
     val = splits.count("validation") / len(splits)
     assert 0.12 < held < 0.18 and 0.07 < val < 0.13
-
-
-def test_square_crop_centres_the_box():
-    img = np.zeros((100, 100, 3), np.uint8)
-    img[40:60, 45:55] = 255
-    crop = square_crop(img, (45, 40, 10, 20), 40, 2.0)
-    assert crop.shape == (40, 40, 3)
-    assert crop[20, 20].tolist() == [255, 255, 255] and crop[2, 2].tolist() == [0, 0, 0]
 
 
 def test_real_photos_split_by_source(shared_data):

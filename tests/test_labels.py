@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.errors import ModelError
 from controller.rules.tiles import Tile
+from vision.detection import TileDetection
 from vision.labels import (
     BACK,
     FLOWER_LABELS,
@@ -41,10 +43,18 @@ def test_chinese_names_and_back_are_read():
     assert is_tile(0) and not is_tile(BACK)
 
 
-@pytest.mark.parametrize("bad", [-1, 43, 100, True, 2.0, "5m"])
+@pytest.mark.parametrize("bad", [-1, 43, 100, True, 2.0, 42.0, "5m", np.int64(43)])
 def test_not_a_label(bad):
     with pytest.raises(ModelError, match="not a tile label"):
         label_name(bad)
+
+
+def test_numpy_integers_are_labels():
+    # an argmax gives numpy integers: TileDetection(label=np.int64(4)).name raised
+    assert label_name(np.int64(4)) == "5m" and label_name(np.int32(BACK)) == "back"
+    assert (
+        TileDetection(np.int64(4), 0.9, (0, 0, 10, 14), np.zeros((4, 2))).to_json()["label"] == "5m"
+    )
 
 
 def test_unknown_name():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -26,6 +27,7 @@ from vision.recognizer import (
     decode_finder,
     quad_of,
     refine_box,
+    square_crop,
 )
 from vision.render import Camera, PlacedTile, render_scene
 
@@ -426,6 +428,67 @@ def test_a_box_that_is_no_box_is_refused(rec, box):
         rec.embed(img, [box])
 
 
+@pytest.mark.parametrize(
+    "boxes",
+    [
+        np.array([[20.0, 20, 30, 40], [60, 20, 30, 40]]),  # an N x 4 array of boxes
+        [np.array([20.0, 20, 30, 40]), (60, 20, 30, 40)],
+    ],
+)
+def test_boxes_may_be_an_array(rec, boxes):
+    img = np.full((200, 300, 3), 128, np.uint8)
+    want = rec.classify(img, [(20, 20, 30, 40), (60, 20, 30, 40)])
+    np.testing.assert_allclose(rec.classify(img, boxes), want, atol=1e-6)
+    assert rec.embed(img, boxes).shape[0] == 2
+    assert rec.classify(img, np.zeros((0, 4))).shape == (0, len(LABEL_NAMES))
+
+
+@pytest.mark.parametrize(
+    "boxes", [[None], [("a", "b", "c", "d")], None, np.zeros((2, 3)), np.array([["a"] * 4])]
+)
+def test_boxes_of_the_wrong_kind_are_refused(rec, boxes):
+    img = np.full((200, 300, 3), 128, np.uint8)
+    with pytest.raises(VisionError, match="box"):
+        rec.classify(img, boxes)
+    with pytest.raises(VisionError, match="box"):
+        rec.embed(img, boxes)
+
+
+@pytest.mark.parametrize(
+    "box", [(1e39, 100, 30, 40), (400, 10, 30, 40), (-50, 10, 30, 40), (10, 250, 30, 40)]
+)
+def test_a_box_off_the_picture_is_refused(rec, box):
+    # 1e39 is finite but past float32: a float32 warp matrix crashed the process outright
+    img = np.full((200, 300, 3), 128, np.uint8)
+    with pytest.raises(VisionError, match="outside the 300x200 picture"):
+        rec.classify(img, [box])
+    # a box reaching past the edge is read, its outside filled from the edge
+    assert rec.classify(img, [(280, 190, 30, 40)]).shape == (1, len(LABEL_NAMES))
+
+
+def test_a_huge_box_on_the_picture_is_cut_without_a_crash():
+    img = np.full((200, 300, 3), 128, np.uint8)
+    # a far-off box past float32's range crashed OpenCV's warp (the process, not a raise)
+    for box in [(1e39, 100, 30, 40), (-5e38, 100, 1e39, 40), (100, 100, 1e-40, 1e-40)]:
+        assert square_crop(img, box, 48, 1.3).shape == (48, 48, 3)
+
+
+def test_square_crop_centres_the_box():
+    img = np.zeros((100, 100, 3), np.uint8)
+    img[40:60, 45:55] = 255
+    crop = square_crop(img, (45, 40, 10, 20), 40, 2.0)
+    assert crop.shape == (40, 40, 3)
+    assert crop[20, 20].tolist() == [255, 255, 255] and crop[2, 2].tolist() == [0, 0, 0]
+
+
+def test_square_crop_is_the_one_training_cuts():
+    # training's crops and the recogniser's are one function: they cannot drift apart
+    from vision import dataset, training
+
+    assert dataset.square_crop is square_crop
+    assert "from vision.recognizer import square_crop" in Path(training.__file__).read_text()
+
+
 class _Doctored:
     """Stands in for the classifier's onnxruntime session: runs the real one, then spoils
     the named output of the first tile."""
@@ -532,6 +595,17 @@ def test_close_ups_are_read_again_shrunk(rec, monkeypatch):
     sizes.clear()
     rec.detect(_row_scene(list(range(12))).image)
     assert sizes == [640]
+    # a finder input already at the second look's floor (256) has no smaller look to take:
+    # two tiles 250 pixels wide are 100 finder pixels there, but it read them at 256 again
+    big = render_scene(
+        [PlacedTile(k, (170 + 300 * k, 260), 0.0, 250.0) for k in range(2)],
+        procedural_faces(),
+        plane_size=(640, 520),
+        rng=np.random.default_rng(1),
+    )
+    sizes.clear()
+    TileRecognizer(input_size=256).detect(big.image)
+    assert sizes == [256]
 
 
 # -- bad pictures -----------------------------------------------------------------------------

@@ -72,9 +72,24 @@ class Frame:
         return int(self.image.shape[1]), int(self.image.shape[0])
 
 
+SAMPLE_BITS = (8, 10, 12, 14, 16)
+"""The sample depths a 16-bit picture may hold: cameras deliver 10, 12 or 14 bits in 16-bit
+words, at the bottom of each word."""
+
+
+def eight_bits(image: np.ndarray) -> np.ndarray:
+    """A 16-bit picture as 8 bits, read as the smallest of :data:`SAMPLE_BITS` that holds its
+    brightest pixel. A 12-bit camera's frame, whose pixels never pass 4095, keeps its
+    brightness instead of coming out all but black (and unreadable) from the top byte alone;
+    a full-range 16-bit picture is read by its top byte."""
+    top = int(image.max())
+    bits = next(b for b in SAMPLE_BITS if top < 1 << b)
+    return (image >> (bits - 8)).astype(np.uint8)
+
+
 def as_bgr(image: Any, what: str = "the picture", min_side: int = 8) -> np.ndarray:
     """``image`` as a contiguous BGR ``uint8`` array; grey and BGRA images are converted,
-    16-bit ones scaled down to 8 bits.
+    16-bit ones scaled down to 8 bits (by their depth, see :func:`eight_bits`).
 
     Raises :class:`CameraError` naming ``what`` for anything that is not an image: ``None`` (a
     camera that delivered nothing), not an array, empty, pixels neither 8 nor 16 bits (a float
@@ -89,10 +104,8 @@ def as_bgr(image: Any, what: str = "the picture", min_side: int = 8) -> np.ndarr
     if image.size == 0:
         raise CameraError(f"{what} is empty (shape {image.shape})")
     if image.dtype != np.uint8:
-        if (
-            image.dtype.kind == "u" and image.dtype.itemsize == 2
-        ):  # 16-bit PNG or TIFF, any byte order
-            image = (image.astype(np.uint16) >> 8).astype(np.uint8)
+        if image.dtype.kind == "u" and image.dtype.itemsize == 2:  # any byte order
+            image = eight_bits(image.astype(np.uint16))
         else:
             raise CameraError(
                 f"{what} has {image.dtype} pixels; expected 8-bit (or 16-bit) colour, as uint8"

@@ -25,6 +25,7 @@ import numpy as np
 
 from controller.errors import CameraError, ModelError
 from controller.rules.tiles import Tile
+from vision.recognizer import square_crop
 
 _CODES_TEXT = (
     "bs1 sc1 sd1 sb1 hwe bs2 sc2 sd2 sb2 hws bs3 sc3 sd3 sb3 hww bs4 sc4 sd4 sb4 hwn bf1 "
@@ -296,18 +297,6 @@ def iter_crops(
         img = photo.image()
         for box, label in zip(photo.boxes, photo.labels, strict=True):
             yield square_crop(img, box, size, margin), int(label)
-
-
-def square_crop(img: np.ndarray, box, size: int, margin: float) -> np.ndarray:
-    """The square around a box's centre, ``margin`` x its longer side, resized to ``size``;
-    outside the image is filled by replicating the border."""
-    x, y, w, h = (float(v) for v in box)
-    side = max(w, h) * margin
-    cx, cy = x + w / 2, y + h / 2
-    s = size / side
-    m = np.array([[s, 0, size / 2 - cx * s], [0, s, size / 2 - cy * s]], np.float32)
-    interp = cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR
-    return cv2.warpAffine(img, m, (size, size), flags=interp, borderMode=cv2.BORDER_REPLICATE)
 
 
 Prediction = tuple[tuple[float, float, float, float], int, float]

@@ -10,6 +10,8 @@ outer tiles of a concealed kong do. A model's output index is the label.
 
 from __future__ import annotations
 
+import numbers
+
 from controller.errors import ModelError
 from controller.rules.tiles import NUM_FACES, Tile
 
@@ -25,11 +27,14 @@ assert NUM_FACES == BACK  # the back follows the faces
 
 def label_name(label: int) -> str:
     """The short name of a label: the tile's code (``5m``, ``E``, ``1f``) or ``back``."""
+    # any integer (numpy's from an argmax too), never a bool or a float such as 42.0
+    if isinstance(label, bool) or not isinstance(label, numbers.Integral):
+        raise ModelError(f"{label!r} is not a tile label (0-{NUM_LABELS - 1})")
+    if not 0 <= label < NUM_LABELS:
+        raise ModelError(f"{label!r} is not a tile label (0-{NUM_LABELS - 1})")
     if label == BACK:
         return "back"
-    if isinstance(label, bool) or not isinstance(label, int) or not 0 <= label < NUM_LABELS:
-        raise ModelError(f"{label!r} is not a tile label (0-{NUM_LABELS - 1})")
-    return Tile(label).code
+    return Tile(int(label)).code
 
 
 def label_from_name(name: str) -> int:

@@ -404,7 +404,8 @@ class TileRecognizer:
             seen = short * size / max(img.shape[:2])
             if seen > self.rescale_above:
                 smaller = max(256, int(size * self.rescale_to / seen) // 32 * 32)
-                found = self._find_at(img, smaller)
+                if smaller < size:  # a small ``input_size`` leaves no smaller look to take
+                    found = self._find_at(img, smaller)
         return found
 
     RESCALE_ABOVE = 72.0
@@ -439,7 +440,7 @@ class TileRecognizer:
 
     def classify(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """Label probabilities (N x 43) for tiles at ``boxes`` in a picture."""
-        return self._read(_picture(image), boxes, place=False)[0]
+        return self._read(_picture(image), _box_list(boxes), place=False)[0]
 
     def _read(
         self, img: np.ndarray, boxes: list[Box], place: bool = True
@@ -447,6 +448,7 @@ class TileRecognizer:
         """Label probabilities for tiles at ``boxes``, and each tile's box as the classifier
         places it in its crop (the given box where the model has no box output, refining is
         off, or ``place`` is false)."""
+        boxes = _box_list(boxes)
         if not boxes:
             return np.zeros((0, NUM_LABELS), np.float32), []
         crops = self.crops(img, boxes)
@@ -490,6 +492,7 @@ class TileRecognizer:
     def embed(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """The classifier's embeddings (N x E) of tiles at ``boxes`` (for enrolment)."""
         img = _picture(image)
+        boxes = _box_list(boxes)
         if not boxes:
             return np.zeros((0, self._embedding_size), np.float32)
         crops = self.crops(img, boxes)
@@ -504,25 +507,18 @@ class TileRecognizer:
         """The classifier's crops (N x S x S x 3 ``uint8``) of the tiles at ``boxes`` in a BGR
         picture, cut as every reading cuts them; :class:`~controller.errors.VisionError` for
         a box that is not one."""
+        boxes = _box_list(boxes)
+        h, w = img.shape[:2]
         for box in boxes:
-            if not is_box(box):
-                raise VisionError(
-                    f"a tile's box is x, y, width, height, finite and of some size, not {box}"
-                )
+            x, y, bw, bh = box
+            # a box wholly off the picture would be read from its replicated edge (and one
+            # past float32's range crashed OpenCV's warp outright)
+            if x >= w or y >= h or x + bw <= 0 or y + bh <= 0:
+                raise VisionError(f"a tile's box {box} lies outside the {w}x{h} picture")
         return np.stack([self._crop(img, b) for b in boxes])
 
     def _crop(self, img: np.ndarray, box: Box) -> np.ndarray:
-        x, y, w, h = box
-        side = max(w, h) * self.crop_margin
-        cx, cy = x + w / 2, y + h / 2
-        s = self.crop_size / side
-        m = np.array(
-            [[s, 0, self.crop_size / 2 - cx * s], [0, s, self.crop_size / 2 - cy * s]], np.float32
-        )
-        interp = cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR
-        return cv2.warpAffine(
-            img, m, (self.crop_size, self.crop_size), flags=interp, borderMode=cv2.BORDER_REPLICATE
-        )
+        return square_crop(img, box, self.crop_size, self.crop_margin)
 
     def detect(self, image: np.ndarray) -> list[TileDetection]:
         """Every tile found in a BGR picture, classified, in reading order (top to bottom,
@@ -607,6 +603,48 @@ def model_file(model_dir: Path, manifest: dict[str, Any], key: str, default: str
             f"{model_dir / 'model.json'}: {key} must name a file in the model folder, not {value!r}"
         )
     return model_dir / value
+
+
+def square_crop(img: np.ndarray, box: Box, size: int, margin: float) -> np.ndarray:
+    """The square around a box's centre, ``margin`` x its longer side, resized to ``size``
+    pixels; outside the picture is filled by replicating its border. Every reading and every
+    training crop is cut by this one function, so the two always agree."""
+    x, y, w, h = (float(v) for v in box)
+    side = max(w, h) * margin
+    cx, cy = x + w / 2, y + h / 2
+    s = size / side
+    m = np.array([[s, 0, size / 2 - cx * s], [0, s, size / 2 - cy * s]], np.float64)
+    with np.errstate(over="ignore"):
+        m32 = m.astype(np.float32)
+    # float32, as the committed model's training crops were cut (its rounding moves a few
+    # int8 readings); float64 where a huge box overflows it, which crashed OpenCV's warp
+    if np.isfinite(m32).all():
+        m = m32
+    # bilinear (OpenCV's warps have no area averaging: asked for it, they sample bilinearly)
+    return cv2.warpAffine(
+        img, m, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+    )
+
+
+def _box_list(boxes: Any) -> list[Box]:
+    """``boxes`` (a sequence of ``(x, y, w, h)``, or an N x 4 array) as a list of float boxes;
+    :class:`~controller.errors.VisionError` for anything else."""
+    if isinstance(boxes, np.ndarray):
+        if boxes.ndim != 2 or boxes.shape[1] != 4 or boxes.dtype.kind not in "iuf":
+            raise VisionError(f"tiles' boxes are N x 4 numbers, not an array of {boxes.shape}")
+        boxes = boxes.tolist()
+    try:
+        out = [tuple(float(v) for v in box) for box in boxes]
+    except (TypeError, ValueError):
+        raise VisionError(
+            "tiles' boxes are a list of (x, y, width, height), each four numbers"
+        ) from None
+    for box in out:
+        if not is_box(box):
+            raise VisionError(
+                f"a tile's box is x, y, width, height, finite and of some size, not {box}"
+            )
+    return out
 
 
 def _reading_order(tiles: list[TileDetection]) -> list[TileDetection]:

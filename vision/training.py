@@ -668,7 +668,7 @@ def _aspect(box) -> tuple[float, float]:
 
 
 def _crop_from_quadless(img: np.ndarray, box, rng: np.random.Generator | None) -> np.ndarray:
-    from vision.dataset import square_crop
+    from vision.recognizer import square_crop
 
     return square_crop(img, box, STORE_SIZE, CROP_MARGIN * STORE_SIZE / CROP_SIZE)
 
