@@ -108,6 +108,7 @@ def test_by_hand_with_four_corners(tmp_path: Path, frame_png: Path, sim_camera: 
         == 0
     )
     assert load_calibration(out).method == "manual"
+    assert load_calibration(out).felt_hsv is not None  # measured in the frame given
     assert _max_error_mm(out, sim_camera) < 1.0
     assert cv2.imread(str(saved)).shape == (960, 1280, 3)
 

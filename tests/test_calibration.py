@@ -258,6 +258,45 @@ def test_saved_calibration_reads_back(scene: TableScene, tmp_path: Path) -> None
     assert data["table"]["side_mm"] == 900.0 and len(data["zones"]) == 4
 
 
+def test_the_felt_is_measured_and_kept(scene: TableScene, tmp_path: Path) -> None:
+    # the table pipeline tells a frame that cannot show the table by the felt's colour
+    image = scene.render(TableLayout(), scene.camera(tilt=7)).image
+    cal = calibrate_from_markers(image)
+    assert cal.felt_hsv is not None
+    # the scene's felt, BGR (135, 95, 35): a blue of hue about 102
+    assert abs(cal.felt_hsv[0] - 102) < 4 and cal.felt_hsv[1] > 150
+    back = load_calibration(cal.save(tmp_path / "c.json"))
+    assert back.felt_hsv == pytest.approx(cal.felt_hsv, abs=0.06)
+    # a file saved before the felt was measured has none, and still loads
+    data = cal.to_json()
+    del data["felt_hsv"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    assert load_calibration(tmp_path / "old.json").felt_hsv is None
+    # corners given by hand measure it in the frame they were picked in
+    corners = cal.to_image([cal.geometry.table_corner(k) for k in range(4)])
+    manual = calibrate_manual(corners, cal.image_size).with_felt(image)
+    assert manual.felt_hsv == pytest.approx(cal.felt_hsv, abs=3)
+
+
+@pytest.mark.parametrize(
+    ("felt", "message"),
+    [
+        ([1, 2], "damaged|felt"),
+        ([200, 0, 0], "hue 0-179"),
+        ([0, "x", 0], "damaged"),
+        ([0, -1, 0], "hue 0-179"),
+        ({"h": 1}, "felt_hsv"),
+    ],
+)
+def test_a_bad_felt_in_a_file_is_refused(tmp_path: Path, felt: object, message: str) -> None:
+    data = Calibration(np.eye(3), (900, 900)).to_json()
+    data["felt_hsv"] = felt
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CalibrationError, match=message):
+        load_calibration(path)
+
+
 def test_edited_zones_are_honoured(tmp_path: Path) -> None:
     cal = Calibration(np.eye(3), (900, 900))
     data = cal.to_json()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -237,6 +238,88 @@ def test_bare_table_is_told_from_tiles_and_hands(
     assert is_bare(square(1, 450.0, 100.0))
     assert not is_bare(square(2, 450.0, 60.0))  # under the hand
     assert not is_bare(square(0, -100.0, 50.0))  # off the table
+
+
+def _settled(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
+    sim_camera.change_seat(0, flowers=(Tile.SPRING,), melds=(Meld.of("pung", "EEE", 2),))
+    sim_camera.change_seat(1, melds=(Meld.of("chow", "345p", 0),))
+    for _ in range(STABLE + 1):
+        pipeline.process(sim_camera.read())
+    assert len(pipeline.views[0].melds) == 1 and len(pipeline.views[1].melds) == 1
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda im: np.zeros_like(im),  # the lights off
+        lambda im: np.full_like(im, 255),  # overexposed
+        lambda im: np.full_like(im, (120, 160, 215)),  # a hand over the lens
+        lambda im: np.full_like(im, (0, 135, 0)),  # a driver's glitch
+        lambda im: np.clip(np.random.default_rng(0).normal(8, 4, im.shape), 0, 255).astype(
+            np.uint8
+        ),  # the lights off, with the sensor's noise
+        lambda im: (im * 0.05).astype(np.uint8),  # all but dark
+    ],
+)
+def test_a_frame_that_cannot_show_the_table_erases_nothing(
+    sim_camera: SimCamera, pipeline: TablePipeline, spoil
+) -> None:
+    # a frame of one colour was all "felt": every meld and flower was reported gone, and
+    # again as new when the picture came back
+    _settled(sim_camera, pipeline)
+    truth = pipeline.recognizer
+    pipeline.recognizer = NoTiles()
+    image = sim_camera.read().image
+    changes = [
+        c
+        for i in range(12)
+        for c in pipeline.process(Frame(spoil(image), 100 + i, 0.0, "x")).changes
+    ]
+    assert changes == []
+    pipeline.recognizer = truth
+    assert [c for _ in range(6) for c in pipeline.process(sim_camera.read()).changes] == []
+
+
+def test_a_sleeve_across_most_of_the_view_erases_nothing(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    # with a sleeve over 70 % of the picture, its colour was taken for the felt's
+    _settled(sim_camera, pipeline)
+    pipeline.recognizer = NoTiles()
+    image = sim_camera.read().image
+    image[: int(image.shape[0] * 0.7)] = (40, 30, 25)
+    for i in range(12):
+        assert pipeline.process(Frame(image, 100 + i, 0.0, "x")).changes == ()
+
+
+def test_the_felt_follows_the_light(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
+    # the evening darkens slowly: a meld taken away is still seen gone
+    _settled(sim_camera, pipeline)
+    sim_camera.clear()
+    pipeline.recognizer = NoTiles()
+    changes = []
+    for i in range(40):
+        dim = (sim_camera.read().image * (1 - 0.015 * i)).astype(np.uint8)
+        changes += pipeline.process(Frame(dim, 100 + i, 0.0, "x")).changes
+    assert {c.kind for c in changes} == {ChangeKind.REMOVED} and len(changes) == 3
+    assert all(v.is_empty for v in pipeline.views)
+    felt = pipeline.calibration.felt_hsv
+    assert felt is not None and pipeline._felt is not None and pipeline._felt[2] < 0.8 * felt[2]
+
+
+def test_without_a_measured_felt_the_first_table_frame_teaches_it(sim_camera: SimCamera) -> None:
+    cal = calibrate_from_markers(sim_camera.read().image)
+    bare = replace(cal, felt_hsv=None)
+    pipeline = TablePipeline(bare, NoTiles())
+    black = np.zeros_like(sim_camera.read().image)
+    assert not pipeline.bare_test(black)(bare.zones[0])  # one colour: teaches nothing
+    assert pipeline._felt is None
+    is_bare = pipeline.bare_test(sim_camera.read().image)
+    assert pipeline._felt is not None
+    np.testing.assert_allclose(pipeline._felt, cal.felt_hsv, atol=3)
+    g = cal.geometry
+    square = apply(g.seat_to_plane(0), [(585, 80), (615, 80), (615, 120), (585, 120)])
+    assert is_bare(square)
 
 
 def test_watch_rides_out_a_camera_that_vanishes(

@@ -208,7 +208,7 @@ def _calibrate(
         if corners is not None:
             h, w = image.shape[:2]
             try:
-                return image, calibrate_manual(corners, (w, h), geometry)
+                return image, calibrate_manual(corners, (w, h), geometry).with_felt(image)
             except CalibrationError as exc:
                 raise _CornersRefused(exc.message) from None
         try:

@@ -63,6 +63,10 @@ AGREE_MM = 10.0
 the table for calibration to go on: otherwise which copy is at the corner cannot be told."""
 
 
+FELT_PX_PER_MM = 0.5
+"""Resolution of the picture in which the felt's colour is measured."""
+
+
 class CalibrationError(VisionError):
     """The table could not be calibrated, or a saved calibration cannot be used."""
 
@@ -187,6 +191,11 @@ class Calibration:
     marker_mm_seen: float = 0.0
     """How wide the markers measured on the plane their centres fix (0: not measured, as for
     corners given by hand); against ``geometry.marker_mm`` it shows a wrong size given."""
+    felt_hsv: tuple[float, float, float] | None = None
+    """The table top's colour in the seat zones of the frame calibrated from (OpenCV HSV:
+    hue 0-179, saturation and value 0-255), or ``None`` where none was measured. The table
+    pipeline tells by it a frame that cannot show the table (lights off, a covered lens, a
+    sleeve across the view) from bare felt (see :meth:`with_felt`)."""
 
     def __post_init__(self) -> None:
         h = np.asarray(self.homography, dtype=np.float64)
@@ -214,6 +223,21 @@ class Calibration:
             object.__setattr__(
                 self, name, np.asarray(getattr(self, name), np.float64).reshape(-1, 2)
             )
+        if self.felt_hsv is not None:
+            try:
+                felt = tuple(float(v) for v in self.felt_hsv)
+            except (TypeError, ValueError):
+                raise CalibrationError(
+                    f"the felt's colour is three numbers, not {self.felt_hsv!r}"
+                ) from None
+            if len(felt) != 3 or not all(
+                math.isfinite(v) and 0 <= v <= top
+                for v, top in zip(felt, (180, 255, 255), strict=True)
+            ):
+                raise CalibrationError(
+                    f"the felt's colour is hue 0-179, saturation and value 0-255, not {felt}"
+                )
+            object.__setattr__(self, "felt_hsv", felt)
 
     # -- mapping -------------------------------------------------------------------------------
 
@@ -326,6 +350,7 @@ class Calibration:
             "table": self.geometry.to_json(),
             "error_mm": round(float(self.error_mm), 3),
             "marker_mm_seen": round(float(self.marker_mm_seen), 2),
+            "felt_hsv": None if self.felt_hsv is None else [round(v, 1) for v in self.felt_hsv],
             "points": {
                 "image": np.round(self.image_points, 2).tolist(),
                 "plane": np.round(self.plane_points, 2).tolist(),
@@ -362,6 +387,7 @@ class Calibration:
                 plane_points=np.asarray(points.get("plane", []), np.float64),
                 error_mm=float(data.get("error_mm", 0.0)),
                 marker_mm_seen=float(data.get("marker_mm_seen", 0.0)),
+                felt_hsv=_felt(data.get("felt_hsv")),
             )
         except CalibrationError as exc:
             raise CalibrationError(f"{where}: {exc.message}") from None
@@ -377,11 +403,44 @@ class Calibration:
             raise CalibrationError(f"cannot write {p}: {exc.strerror or exc}") from None
         return p
 
+    def with_felt(self, image: np.ndarray) -> Calibration:
+        """The same view with :attr:`felt_hsv` measured in ``image`` (a frame of this view in
+        which the seat zones show mostly bare table): the median colour of the zones."""
+        return replace(self, felt_hsv=self.felt_in(image))
+
+    def felt_in(self, image: np.ndarray) -> tuple[float, float, float]:
+        """The median HSV colour of the seat zones in ``image``: the table top's colour where
+        mostly table shows there."""
+        import cv2
+
+        plane = self.plane_image(image, FELT_PX_PER_MM)
+        hsv = cv2.cvtColor(plane, cv2.COLOR_BGR2HSV)
+        return tuple(float(v) for v in np.median(hsv[self.zone_mask(FELT_PX_PER_MM)], axis=0))
+
+    def zone_mask(self, px_per_mm: float) -> np.ndarray:
+        """Where the seat zones lie on :meth:`plane_image`'s picture at ``px_per_mm``."""
+        import cv2
+
+        side = round(self.geometry.side_mm * px_per_mm)
+        mask = np.zeros((side, side), np.uint8)
+        for zone in self.zones:
+            cv2.fillPoly(mask, [np.round(zone * px_per_mm).astype(np.int32)], 1)
+        return mask.astype(bool)
+
     def with_zone_depth(self, depth_mm: float) -> Calibration:
         """The same view with the default zones at another depth."""
         geometry = replace(self.geometry, zone_depth_mm=float(depth_mm))
         zones = tuple(geometry.default_zone(k) for k in range(SEATS))
         return replace(self, geometry=geometry, zones=zones)
+
+
+def _felt(value: Any) -> tuple[float, float, float] | None:
+    # files written before the felt was measured have none
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise TypeError("'felt_hsv' must be a list of three numbers or null")
+    return tuple(float(v) for v in value)  # type: ignore[return-value]
 
 
 def load_calibration(path: str | os.PathLike[str]) -> Calibration:
@@ -556,7 +615,7 @@ def calibrate_from_markers(
     if not fits:
         assert first_error is not None
         raise first_error
-    best = min(fits, key=lambda c: c.error_mm)
+    best = min(fits, key=lambda c: c.error_mm).with_felt(image)
     grid = np.array(
         [
             (x, y)

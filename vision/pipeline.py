@@ -48,6 +48,15 @@ ORIENT_PX_PER_MM = 1.0
 """Resolution of the picture in which tiles' depth across the seat's edge is measured."""
 HUE_TOLERANCE = 8
 """How far (OpenCV hue units, 2 degrees each) a pixel's hue may be from the felt's."""
+FELT_DARKEST = 0.35
+"""A frame whose seat zones are darker than this share of the felt's remembered brightness
+cannot show the table (the lights are off or the lens is covered)."""
+FELT_FOLLOW = 0.05
+"""How much of each usable frame's felt colour the remembered one takes on: it follows the
+light as it changes over an evening, not a sleeve that passes."""
+ONE_COLOUR = 0.002
+"""A frame with less than this share of the table not of its zones' colour shows one colour
+only (a blank or glitched frame), not a table."""
 
 
 class Recognizer(Protocol):
@@ -127,7 +136,9 @@ class TablePipeline:
         self.mode = mode
         self.px_per_mm = float(px_per_mm)
         self._frames = 0
-        self._zone_mask = self._zones_at(BARE_PX_PER_MM)
+        self._zone_mask = calibration.zone_mask(BARE_PX_PER_MM)
+        felt = calibration.felt_hsv
+        self._felt: np.ndarray | None = None if felt is None else np.array(felt, np.float64)
 
     # -- one frame -----------------------------------------------------------------------------
 
@@ -268,22 +279,23 @@ class TablePipeline:
 
     # -- bare table ----------------------------------------------------------------------------
 
-    def _zones_at(self, ppm: float) -> np.ndarray:
-        side = round(self.calibration.geometry.side_mm * ppm)
-        mask = np.zeros((side, side), np.uint8)
-        for zone in self.calibration.zones:
-            cv2.fillPoly(mask, [np.round(zone * ppm).astype(np.int32)], 1)
-        return mask.astype(bool)
-
     def bare_test(self, image: np.ndarray) -> Callable[[np.ndarray], bool]:
         """For one frame, a test of whether a place on the plane (a convex polygon such as a
         tile's quad or the part of one no tile covers, in millimetres) shows
         bare table: most of its pixels have the felt's colour (the colour most of the seat
-        zones show), so a hand, a sleeve or a tile there is not bare."""
+        zones show), so a hand, a sleeve or a tile there is not bare.
+
+        Nothing is bare in a frame that cannot show the table: one whose zones are not of
+        the felt's colour (the calibration's, following the light since; the lights off, a
+        covered lens, a sleeve across most of the view) or that is all one colour. Otherwise
+        such a frame would be all "felt", and everything on the table taken as gone."""
         ppm = BARE_PX_PER_MM
         plane = self.calibration.plane_image(image, ppm)
         hsv = cv2.cvtColor(plane, cv2.COLOR_BGR2HSV)
-        feltish = _table_showing(hsv, _felt_colour(hsv[self._zone_mask]))
+        seen = _felt_colour(hsv[self._zone_mask])
+        feltish = _table_showing(hsv, seen)
+        if not self._shows_table(seen, feltish):
+            return _never_bare
 
         def is_bare(quad: np.ndarray) -> bool:
             pts = np.asarray(quad, np.float64) * ppm
@@ -299,6 +311,34 @@ class TablePipeline:
             return bool(inside.size and inside.mean() >= 0.85)
 
         return is_bare
+
+    def _shows_table(self, seen: np.ndarray, feltish: np.ndarray) -> bool:
+        """Whether a frame whose zones' colour is ``seen`` shows the table, remembering the
+        felt's colour as the light changes."""
+        if feltish.mean() > 1 - ONE_COLOUR:
+            return False
+        if self._felt is None:
+            # a calibration that measured no felt (made by hand in code, or saved before the
+            # felt was measured): the first frame of more than one colour teaches it
+            self._felt = seen.astype(np.float64)
+            return True
+        if not _looks_like(seen, self._felt):
+            return False
+        dh = (float(seen[0]) - self._felt[0] + 90) % 180 - 90  # hue goes round
+        self._felt[0] = (self._felt[0] + FELT_FOLLOW * dh) % 180
+        self._felt[1:] += FELT_FOLLOW * (seen[1:] - self._felt[1:])
+        return True
+
+
+def _never_bare(quad: np.ndarray) -> bool:
+    return False
+
+
+def _looks_like(seen: np.ndarray, felt: np.ndarray) -> bool:
+    """Whether a zones' colour ``seen`` is the felt ``felt`` under some light: what
+    :func:`_table_showing` takes for table, and not so dark that nothing can be told."""
+    pixel = np.clip(np.round(seen), 0, 255).astype(np.uint8).reshape(1, 1, 3)
+    return bool(_table_showing(pixel, felt)[0, 0]) and seen[2] >= FELT_DARKEST * felt[2]
 
 
 def _pause(seconds: float, should_stop: Callable[[], bool] | None) -> None:
