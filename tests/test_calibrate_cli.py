@@ -200,12 +200,30 @@ def test_writes_the_markers_to_print(tmp_path: Path) -> None:
     sheet = tmp_path / "markers.png"
     assert main(["calibrate", "--markers-sheet", str(sheet)]) == 0
     assert sorted(find_markers(cv2.imread(str(sheet)))) == [0, 1, 2, 3]
+    # the page says its resolution: printed "at 100 %" without one, a picture comes out at
+    # 72 or 96 dpi and every marker three or four times too large
+    from PIL import Image
+
+    with Image.open(sheet) as page:
+        assert page.info["dpi"] == pytest.approx((300, 300), abs=0.1)
+        assert page.size == (2480, 3508)  # A4 at 300 dpi
+
+
+@pytest.mark.parametrize("option", ["--markers-sheet", "--preview", "--save-frame"])
+def test_a_picture_name_that_cannot_be_written_is_bad_input(
+    tmp_path: Path, frame_png: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    # refused before any work, as bad input (2), not as a camera fault (3) after it
+    out = tmp_path / "c.json"
+    argv = [option, str(tmp_path / "p.gif"), "--image", str(frame_png), "--out", str(out)]
+    assert main(["calibrate", *argv]) == 2
+    assert f"{option}: cannot write a picture as 'p.gif'" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "p.gif").exists()
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--markers-sheet", "{tmp}/sheet.txt"], "use .png or .jpg"),
         (["--markers-sheet", "{tmp}/a-file/sheet.png"], "cannot write"),
         (["--markers-sheet", "{tmp}/big.png", "--marker-mm", "120", "--marker-inset-mm", "70"],
          "cannot be printed four to an A4 page"),

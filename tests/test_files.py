@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import cv2
+import numpy as np
 import pytest
 
-from vision.files import write_text_atomically
+from vision.files import shown, write_picture, write_text_atomically
 
 
 def test_a_file_is_written_whole_and_readable_by_the_tables_service(tmp_path: Path) -> None:
@@ -52,3 +54,29 @@ def test_why_a_path_cannot_be_written_is_told_without_making_it(tmp_path: Path) 
     assert why_not_writable(tmp_path) == "it is a folder"
     assert why_not_writable(tmp_path / "none" / "out.json") == "no such folder"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_picture_is_written_whole_with_its_print_resolution(tmp_path: Path) -> None:
+    from PIL import Image
+
+    picture = np.zeros((30, 40, 3), np.uint8)
+    picture[:, :20] = (0, 0, 255)
+    path = write_picture(tmp_path / "p.png", picture, dpi=300)
+    np.testing.assert_array_equal(cv2.imread(str(path)), picture)
+    with Image.open(path) as img:
+        assert img.info["dpi"] == pytest.approx((300, 300), abs=0.1)
+    assert (path.stat().st_mode & 0o777) == 0o644
+    assert cv2.imread(str(write_picture(tmp_path / "p.jpg", picture))).shape == (30, 40, 3)
+    with pytest.raises(ValueError, match=r"cannot write a picture as 'p\.gif'"):
+        write_picture(tmp_path / "p.gif", picture)
+    with pytest.raises(ValueError, match="not a picture"):
+        write_picture(tmp_path / "q.png", np.zeros((0, 3), np.uint8))
+    (tmp_path / "dir.png").mkdir()
+    with pytest.raises(OSError):
+        write_picture(tmp_path / "dir.png", picture)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.png", "p.jpg", "p.png"]
+
+
+def test_names_are_shown_whatever_their_bytes() -> None:
+    assert shown(os.fsdecode(b"caf\xe9.png")) == "caf\\xe9.png"
+    assert shown("中文.png") == "中文.png" and shown(Path("a/b.png")) == "a/b.png"

@@ -62,6 +62,41 @@ def test_annotations_that_cannot_be_written_are_failures(photo, tmp_path, capsys
     assert "cannot write" in capsys.readouterr().err
 
 
+def test_a_failed_annotation_is_in_the_json_too(photo, tmp_path, capsys):
+    (tmp_path / "drawn" / "row.png").mkdir(parents=True)  # a folder where the picture goes
+    argv = ["detect", str(photo), "--annotate", str(tmp_path / "drawn"), "--json"]
+    assert main(argv) == 2
+    (record,) = json.loads(capsys.readouterr().out)
+    assert "annotated" not in record and "cannot write" in record["error"]
+    assert len(record["tiles"]) == 3  # the reading itself is kept
+
+
+def test_pictures_whose_names_are_not_utf8_are_read_drawn_and_named(photo, tmp_path, capfd):
+    # OpenCV's writer crashed the process on such a name (no message, no JSON), and printing
+    # it raised UnicodeEncodeError under a UTF-8 locale
+    import os
+    import subprocess
+    import sys
+
+    odd = os.fsdecode(bytes(tmp_path) + b"/caf\xe9.png")
+    Path(odd).write_bytes(photo.read_bytes())
+    drawn = tmp_path / "drawn"
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "detect", odd, "--annotate", str(drawn), "--json"],
+        capture_output=True,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    (record,) = json.loads(run.stdout.decode("utf-8"))
+    assert record["image"].endswith("caf\\xe9.png") and len(record["tiles"]) == 3
+    assert os.listdir(drawn) == [os.fsdecode(b"caf\xe9.png")]
+    text = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "detect", odd], capture_output=True, env=env
+    )
+    assert text.returncode == 0 and b"caf\\xe9.png: 3 tiles" in text.stdout
+
+
 def test_a_picture_too_small_to_read_is_named(photo, tmp_path, capsys):
     tiny = tmp_path / "tiny.png"
     cv2.imwrite(str(tiny), np.full((10, 10, 3), 90, np.uint8))

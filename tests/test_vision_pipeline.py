@@ -322,6 +322,15 @@ def test_without_a_measured_felt_the_first_table_frame_teaches_it(sim_camera: Si
     assert is_bare(square)
 
 
+def test_a_frame_numbered_by_numpy_gives_json(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    frame = sim_camera.read()
+    update = pipeline.process(Frame(frame.image, np.int64(7), np.float32(1.5), "mine"))
+    assert json.loads(json.dumps(update.to_json()))["frame"] == 7
+    assert type(update.reading.timestamp) is float
+
+
 def test_watch_rides_out_a_camera_that_vanishes(
     sim_camera: SimCamera, pipeline: TablePipeline
 ) -> None:

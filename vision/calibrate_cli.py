@@ -33,6 +33,8 @@ EXIT_NO = 1
 EXIT_INPUT = 2
 DRIFT_TOLERANCE_MM = 5.0
 """How far a marker may seem to have moved before ``--check`` says to calibrate again."""
+SHEET_DPI = 300
+"""The marker sheet's resolution, recorded in its PNG so it prints at the size drawn."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -128,6 +130,7 @@ def _corners(text: str) -> list[tuple[float, float]]:
 
 def calibrate_command(args: argparse.Namespace) -> int:
     from vision.calibration import CalibrationError, TableGeometry, marker_sheet, scale_note
+    from vision.files import check_picture_name
 
     try:
         geometry = TableGeometry(
@@ -140,12 +143,24 @@ def calibrate_command(args: argparse.Namespace) -> int:
         corners = _corners(args.corners) if args.corners else None
         if args.frames < 1:
             raise ValueError("--frames must be 1 or more")
+        for option, path in (
+            ("--markers-sheet", args.markers_sheet),
+            ("--preview", args.preview),
+            ("--save-frame", args.save_frame),
+        ):
+            if path is not None:
+                try:
+                    check_picture_name(path)
+                except ValueError as exc:
+                    raise ValueError(f"{option}: {exc}") from None
     except (ValueError, CalibrationError) as exc:
         print(f"mahjong-table calibrate: {exc}", file=sys.stderr)
         return EXIT_INPUT
 
     if args.markers_sheet:
-        _write(args.markers_sheet, marker_sheet(geometry))
+        # the resolution goes into the file: printed "at 100 %", a picture without one comes
+        # out at 72 or 96 dpi, each marker three or four times too large
+        _write(args.markers_sheet, marker_sheet(geometry, dpi=SHEET_DPI), dpi=SHEET_DPI)
         print(f"wrote the markers to print to {args.markers_sheet} (print at 100%)")
         return EXIT_OK
     if args.check:
@@ -278,23 +293,13 @@ def preview(image: np.ndarray, calibration: Calibration) -> np.ndarray:
     return out
 
 
-def _write(path: Path, image: np.ndarray) -> None:
-    import cv2
-
+def _write(path: Path, image: np.ndarray, dpi: int | None = None) -> None:
     from vision.calibration import CalibrationError
-    from vision.camera import IMAGE_SUFFIXES
+    from vision.files import write_picture
 
-    suffix = path.suffix.lower() or ".png"
-    if suffix not in IMAGE_SUFFIXES:
-        raise CalibrationError(f"cannot write a picture as {path.suffix!r}: use .png or .jpg")
     try:
-        ok, data = cv2.imencode(suffix, image)
-    except cv2.error:
-        ok = False
-    if not ok:
-        raise CalibrationError(f"cannot write a picture as {path.suffix!r}: use .png or .jpg")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data.tobytes())
+        write_picture(path, image, dpi=dpi, make_folder=True)
+    except ValueError as exc:
+        raise CalibrationError(str(exc)) from None
     except OSError as exc:
         raise CalibrationError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -117,10 +117,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def detect_command(args: argparse.Namespace) -> int:
-    import cv2
 
     from controller.errors import CameraError
     from vision.camera import read_image
+    from vision.files import shown, write_picture
     from vision.recognizer import TileRecognizer
 
     if args.min_confidence is not None and not 0.0 <= args.min_confidence <= 1.0:
@@ -143,12 +143,12 @@ def detect_command(args: argparse.Namespace) -> int:
         except CameraError as exc:
             failed += 1
             # the recogniser's own checks speak of "the picture": say which
-            said = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+            said = shown(str(exc) if str(path) in str(exc) else f"{path}: {exc}")
             print(f"mahjong-table detect: {said}", file=sys.stderr)
-            records.append({"image": str(path), "error": said})
+            records.append({"image": shown(path), "error": said})
             continue
         record = {
-            "image": str(path),
+            "image": shown(path),
             "width": img.shape[1],
             "height": img.shape[0],
             "tiles": [t.to_json() for t in tiles],
@@ -162,14 +162,18 @@ def detect_command(args: argparse.Namespace) -> int:
                 name = f"{path.stem}-{n}.png"
             written.add(name)
             target = args.annotate / name
-            if cv2.imwrite(str(target), annotate(img, tiles)):
-                record["annotated"] = str(target)
-            else:
+            try:
+                write_picture(target, annotate(img, tiles))
+                record["annotated"] = shown(target)
+            except (OSError, ValueError) as exc:
                 failed += 1
-                print(f"mahjong-table detect: cannot write {target}", file=sys.stderr)
+                said = f"cannot write {shown(target)}: {getattr(exc, 'strerror', None) or exc}"
+                print(f"mahjong-table detect: {said}", file=sys.stderr)
+                record["error"] = said
         if not args.json:
             confirm = sum(t.needs_confirmation for t in tiles)
-            print(f"{path}: {len(tiles)} tiles" + (f", {confirm} to confirm" if confirm else ""))
+            also = f", {confirm} to confirm" if confirm else ""
+            print(f"{shown(path)}: {len(tiles)} tiles{also}")
             for t in tiles:
                 x, y, w, h = t.box
                 flags = (" sideways" if t.sideways else "") + (
@@ -362,9 +366,8 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
 
 
 def enrol_command(args: argparse.Namespace) -> int:
-    import cv2
-
     from vision import enrol
+    from vision.files import write_picture
     from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
 
     model_dir = args.model or DEFAULT_MODEL_DIR
@@ -394,8 +397,10 @@ def enrol_command(args: argparse.Namespace) -> int:
             samples.extend(enrol.samples_from_grid(rec, photo, layout))
         labels_path = args.labels or out / "labels.json"
         enrol.write_labels(labels_path, samples)
-        if not cv2.imwrite(str(out / "check.png"), enrol.contact_sheet(samples)):
-            raise enrol.EnrolError(f"cannot write {out / 'check.png'}")
+        try:
+            write_picture(out / "check.png", enrol.contact_sheet(samples))
+        except (OSError, ValueError) as exc:
+            raise enrol.EnrolError(f"cannot write {out / 'check.png'}: {exc}") from None
         wrong = [s for s in samples if s.read_as != s.label]
         print(
             f"{len(samples)} tiles labelled from the layout; the model read {len(wrong)} "

@@ -1,4 +1,5 @@
-"""Writing a file whole or not at all, and checking beforehand that it can be written.
+"""Writing a file (text or a picture) whole or not at all, and checking beforehand that it
+can be written.
 
 A calibration or a model manifest half written (a full SD card, a power cut, two writers at
 once) would leave the table unable to start, or started on a mixture of two. Each is written
@@ -10,8 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import struct
 import tempfile
+import zlib
 from pathlib import Path
+from typing import Any
 
 
 def write_text_atomically(
@@ -61,3 +65,66 @@ def why_not_writable(path: str | os.PathLike[str]) -> str | None:
     if not os.access(p if p.exists() else p.parent, os.W_OK):
         return "permission denied"
     return None
+
+
+PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
+"""The file endings a picture is written as."""
+
+
+def check_picture_name(path: str | os.PathLike[str]) -> None:
+    """:class:`ValueError` unless ``path`` names a picture :func:`write_picture` can write."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in PICTURE_SUFFIXES:
+        raise ValueError(f"cannot write a picture as {Path(path).name!r}: name it .png or .jpg")
+
+
+def write_picture(
+    path: str | os.PathLike[str], image: Any, *, dpi: int | None = None, make_folder: bool = False
+) -> Path:
+    """Write a BGR picture as PNG or JPEG (by ``path``'s ending), whole or not at all;
+    ``dpi`` records the print resolution in a PNG (so that printing at 100 % gives the sizes
+    drawn). Encoded here and written by Python, so any file name the system takes works
+    (OpenCV's own writer crashed the process on a name that is not UTF-8). Raises
+    :class:`ValueError` for a name or picture that cannot be written as one, :class:`OSError`
+    when the file cannot be written."""
+    import cv2
+
+    p = Path(path)
+    check_picture_name(p)
+    try:
+        ok, data = cv2.imencode(p.suffix.lower(), image)
+    except cv2.error as exc:
+        raise ValueError(f"{p.name}: not a picture OpenCV can encode ({exc})") from None
+    if not ok:
+        raise ValueError(f"{p.name}: not a picture OpenCV can encode")
+    raw = data.tobytes()
+    if dpi is not None and p.suffix.lower() == ".png":
+        raw = _png_with_dpi(raw, dpi)
+    if make_folder:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return p
+
+
+def _png_with_dpi(png: bytes, dpi: int) -> bytes:
+    # a pHYs chunk (pixels per metre, both ways) right after the IHDR chunk, which a PNG's
+    # 8-byte signature and IHDR's 25 bytes always lead with
+    per_metre = round(dpi / 0.0254)
+    body = b"pHYs" + struct.pack(">IIB", per_metre, per_metre, 1)
+    chunk = struct.pack(">I", 9) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+    return png[:33] + chunk + png[33:]
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """A file name as text that can always be printed and put in JSON: a name whose bytes
+    are not UTF-8 shows them as ``\\xe9`` escapes instead of failing the output."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")

@@ -221,7 +221,9 @@ class TablePipeline:
         if isinstance(frame, Frame):
             # a camera of the integrator's own may hand over a grey or BGRA picture
             image = as_bgr(frame.image, f"frame {frame.index}")
-            index, stamp = frame.index, frame.timestamp
+            # a camera of the integrator's own may number frames with numpy's integers,
+            # which the JSON of an update cannot hold
+            index, stamp = int(frame.index), float(frame.timestamp)
         else:
             image, index, stamp = as_bgr(frame, "the frame"), self._frames, time.monotonic()
         self._frames = index + 1
