@@ -45,6 +45,7 @@ from vision.dataset import (  # noqa: E402
     Prediction,
     load_photos,
     match_detections,
+    shared_data_dir,
     tile_f1,
 )
 from vision.enrol import base_head, embed_views, fit_head  # noqa: E402
@@ -80,7 +81,7 @@ def figures(readings: list[tuple[list[Prediction], LabelledPhoto]]) -> dict[str,
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--data", type=Path, default=shared_data_dir())
     ap.add_argument("--model", type=Path, default=REPO / "vision" / "models")
     ap.add_argument("--split", default="held_out")
     ap.add_argument("--threads", type=int, default=2)

@@ -58,6 +58,7 @@ from vision.dataset import (  # noqa: E402
     match_detections,
     miss_causes,
     outside_labelled_area,
+    shared_data_dir,
     tile_f1,
 )
 from vision.labels import label_name  # noqa: E402
@@ -306,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, nargs="?", help="folder for the audit sheet")
     ap.add_argument("--score", type=Path, help="an audit sheet with verdicts filled in")
-    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--data", type=Path, default=shared_data_dir())
     ap.add_argument("--split", default="held_out", choices=SPLITS)
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--photos", type=int, default=60, help="how many photos to picture")

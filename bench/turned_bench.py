@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from controller.errors import MahjongTableError  # noqa: E402
-from vision.dataset import label_overlap, load_photos  # noqa: E402
+from vision.dataset import label_overlap, load_photos, shared_data_dir  # noqa: E402
 from vision.labels import FLOWER_LABELS  # noqa: E402
 from vision.recognizer import TileRecognizer  # noqa: E402
 
@@ -51,7 +51,7 @@ def turned(img: np.ndarray, boxes: np.ndarray, angle: float):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--data", type=Path, default=shared_data_dir())
     ap.add_argument("--split", default="validation")
     ap.add_argument("models", nargs="*", type=Path, help="model folders (default: committed)")
     args = ap.parse_args(argv)

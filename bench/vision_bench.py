@@ -60,6 +60,7 @@ from vision.dataset import (  # noqa: E402
     match_detections,
     miss_causes,
     outside_labelled_area,
+    shared_data_dir,
 )
 from vision.detection import box_iou  # noqa: E402
 from vision.files import why_not_writable  # noqa: E402
@@ -237,7 +238,7 @@ def peak_memory_mb(model: str | None, frame: np.ndarray) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--data", type=Path, default=shared_data_dir())
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--frames", type=int, default=12, help="table frames to time")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per picture")

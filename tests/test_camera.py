@@ -108,6 +108,18 @@ def test_read_image_converts_grey_alpha_and_16_bit(tmp_path: Path) -> None:
     assert int(read_image(tmp_path / "d.png")[0, 0, 0]) == 255
 
 
+def test_pictures_and_calibrations_under_home_are_found_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vision.calibration import Calibration, load_calibration
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cv2.imwrite(str(tmp_path / "p.png"), np.full((20, 30, 3), 77, np.uint8))
+    assert read_image("~/p.png").shape == (20, 30, 3)
+    Calibration(np.eye(3), (900, 900)).save(tmp_path / "c.json")
+    assert load_calibration("~/c.json").image_size == (900, 900)
+
+
 def test_read_image_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(CameraError, match="does not exist"):
         read_image(tmp_path / "missing.png")
@@ -252,6 +264,12 @@ def test_open_camera_understands_what_an_installer_types(tmp_path: Path) -> None
         open_camera(str(tmp_path / "nothing-here"))
     with pytest.raises(CameraError, match="does not name a camera"):
         open_camera("  ")
+    # a device not plugged in yet is a camera to plug in (watch() retries it), not a file
+    # name that is "neither a camera index, a device, a URL …"
+    unplugged = open_camera("/dev/video97")
+    assert isinstance(unplugged, OpenCVCamera) and unplugged.live
+    with pytest.raises(CameraError, match=r"there is no /dev/video97 now: .* plugged in"):
+        unplugged.read()
     with pytest.raises(CameraError, match="picamera:N"):
         open_camera("picamera:x")
     # digits to str.isdigit() but not to int()

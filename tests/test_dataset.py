@@ -304,3 +304,12 @@ def test_a_bad_label_file_is_named(tmp_path):
     # saved by an editor that starts with a byte-order mark
     (tmp_path / "labels" / "b.txt").write_bytes("4 0.5 0.5 0.2 0.4\r\n".encode("utf-8-sig"))
     assert [len(p.labels) for p in load_photos(tmp_path)] == [1, 1]
+
+
+def test_the_shared_data_is_where_the_variable_says(monkeypatch, tmp_path):
+    from vision.dataset import shared_data_dir
+
+    monkeypatch.setenv("MAHJONG_SHARED_DATA", str(tmp_path))
+    assert shared_data_dir() == tmp_path
+    monkeypatch.delenv("MAHJONG_SHARED_DATA")
+    assert shared_data_dir() == Path(__file__).resolve().parents[2] / "shared" / "data"

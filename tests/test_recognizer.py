@@ -167,6 +167,13 @@ def test_sessions_do_not_busy_wait_between_runs(rec):
         assert options.intra_op_num_threads == 2
 
 
+def test_a_model_folder_under_home_is_found_as_written(tmp_path, monkeypatch):
+    # docs/vision.md writes TileRecognizer("~/my-tiles"): it said "no model folder"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _copy_model(tmp_path)
+    assert TileRecognizer("~/model").model_dir == tmp_path / "model"
+
+
 def test_missing_model(tmp_path):
     with pytest.raises(ModelError, match="no model folder"):
         TileRecognizer(tmp_path / "nowhere")

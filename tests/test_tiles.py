@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -66,3 +68,15 @@ def test_format_parse_round_trip(tiles):
 def test_counts_skip_flowers():
     c = counts_of([Tile.M1, Tile.M1, Tile.SPRING])
     assert c[0] == 2 and sum(c) == 2 and len(c) == 34
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("123m12x", "'12' at position 4 of '123m12x' have no suit after them (m, p, s, f, 万"),
+     ("12", "have no suit after them (m, p, s, f, 万, 筒, 条 …), but the end"),
+     ("1 2m", "but a space")],
+)  # fmt: skip
+def test_numbers_without_a_suit_say_where_the_suit_should_be(text, said):
+    # it said "'1' at position 0 of '12x' is not a tile", pointing at the wrong character
+    with pytest.raises(HandError, match=re.escape(said)):
+        parse_tiles(text)

@@ -114,6 +114,15 @@ def test_enrol_into_a_file_is_a_clear_error(photo, tmp_path, capsys):
     assert "cannot use" in capsys.readouterr().err
 
 
+def test_enrol_that_fails_on_its_photos_leaves_no_folder(tmp_path, capsys):
+    junk = tmp_path / "junk.png"
+    junk.write_bytes(b"not a picture")
+    out = tmp_path / "my-set"
+    assert main(["enrol", str(junk), "--out", str(out)]) == 2
+    assert "junk.png" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_detect_with_unreadable_images(photo, tmp_path, capsys):
     bad = tmp_path / "bad.jpg"
     bad.write_text("no")
@@ -148,6 +157,13 @@ def test_confidence_out_of_range(photo, capsys):
 def test_train_without_data(tmp_path, capsys):
     assert main(["train", "--data", str(tmp_path), "--out", str(tmp_path / "m")]) == 2
     assert "no training data" in capsys.readouterr().err
+
+
+def test_train_looks_where_the_shared_data_variable_says(tmp_path, capsys, monkeypatch):
+    # the README promises $MAHJONG_SHARED_DATA; only the tests read it
+    monkeypatch.setenv("MAHJONG_SHARED_DATA", str(tmp_path / "elsewhere"))
+    assert main(["train", "--out", str(tmp_path / "m")]) == 2
+    assert f"no training data at {tmp_path / 'elsewhere'}" in capsys.readouterr().err
 
 
 def test_train_tiny(tmp_path, shared_data, capsys):
@@ -319,6 +335,12 @@ def test_quantise_makes_a_models_classifier_int8_and_tunes_it_again(tmp_path, sh
     assert main([*argv, "--quantise", str(enrolled)]) == 3
     assert "enrol again" in capsys.readouterr().err
     assert not is_quantised(enrolled / "classifier.onnx")
+    # one enrolled on an int8 classifier is quantised already: it said "fitted to the float
+    # classifier", and to quantise the model it came from (refused as quantised already)
+    np.savez(model / "head.npz", weight=np.zeros((192, 43)), bias=np.zeros(43))
+    assert main([*argv, "--quantise", str(model)]) == 3
+    said = capsys.readouterr().err
+    assert "quantised already" in said and "float" not in said
 
 
 @pytest.mark.parametrize(

@@ -445,7 +445,7 @@ def _felt(value: Any) -> tuple[float, float, float] | None:
 
 def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     """Read a saved calibration; :class:`CalibrationError` says what to do when it cannot."""
-    p = Path(path)
+    p = Path(path).expanduser()
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -132,7 +132,7 @@ def read_image(path: str | os.PathLike[str]) -> np.ndarray:
     showed it (enrolment's grid depends on it)."""
     import cv2
 
-    p = Path(path)
+    p = Path(path).expanduser()
     try:
         # pathlib raises, rather than answers False, where a folder on the way is closed to us
         if not p.exists():
@@ -309,6 +309,8 @@ class OpenCVCamera(CameraSource):
 
         src = self.source
         if isinstance(src, str) and "://" not in src and not os.path.exists(src):
+            if src.startswith("/dev/"):
+                raise CameraError(f"there is no {src} now: {self._open_failure()}")
             raise CameraError(f"{src} does not exist (no such camera device or video file)")
         params: list[int] = []
         timeout_ms = max(1, int(self.timeout_s * 1000))
@@ -552,6 +554,10 @@ def open_camera(spec: str | int, *, size: tuple[int, int] | None = None) -> Came
             raise CameraError(f"{text!r}: write picamera or picamera:N with N the camera number")
         return PicameraSource(int(num), size=size or (1280, 960))
     if "://" in text:
+        return OpenCVCamera(text, width=width, height=height)
+    if text.startswith("/dev/"):
+        # a device not there yet is a camera to plug in, not a file name mistyped: opening it
+        # says so, and a table watching it finds it once it is plugged in
         return OpenCVCamera(text, width=width, height=height)
     path = Path(text).expanduser()
     try:

@@ -55,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "hour on 2 CPU cores.",
     )
     t.add_argument("--data", type=Path, help="the shared data folder (holding tile-art/ and "
-                   "real-photos/); default ../shared/data beside the checkout")  # fmt: skip
+                   "real-photos/); default $MAHJONG_SHARED_DATA, else ../shared/data beside "
+                   "the checkout")  # fmt: skip
     t.add_argument("--out", type=Path, default=None, help="where to write the model "
                    "(default: vision/models, the committed model)")  # fmt: skip
     t.add_argument("--preset", choices=("full", "tiny"), default="full")
@@ -210,12 +211,11 @@ def annotate(img, tiles):
 
 def train_command(args: argparse.Namespace) -> int:
     from controller.errors import ConfigError
+    from vision.dataset import shared_data_dir
     from vision.recognizer import DEFAULT_MODEL_DIR
     from vision.training import TrainConfig, default_threads, train
 
-    data = args.data
-    if data is None:
-        data = Path(__file__).resolve().parents[2] / "shared" / "data"
+    data = args.data if args.data is not None else shared_data_dir()
     if not (data / "tile-art").is_dir() and not (data / "real-photos").is_dir():
         raise ConfigError(
             f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
@@ -329,6 +329,7 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
     from controller.errors import ConfigError, ModelError
     from vision.dataset import load_photos
     from vision.files import check_folder_takes_files
+    from vision.quantise import classifier_path, is_quantised
     from vision.recognizer import HEAD_FILE, TileRecognizer
     from vision.training import TrainConfig, quantise_model, tune
 
@@ -347,18 +348,18 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
         print(msg, flush=True)
 
     if quantise:
+        already = f"the classifier of {model_dir} is quantised already"
+        if is_quantised(classifier_path(model_dir)):
+            raise ModelError(f"{already} (to choose its settings again, use --retune)")
         if (model_dir / HEAD_FILE).exists():
             raise ModelError(
-                f"{model_dir} is enrolled ({HEAD_FILE} was fitted to the float classifier): "
+                f"{model_dir} is enrolled ({HEAD_FILE} was fitted to its float classifier): "
                 "quantise the model it was enrolled from, then enrol again"
             )
         cfg = TrainConfig.preset("full", data, model_dir, threads=threads, log=log)
         train_photos = load_photos(data / "real-photos", ["train"])
         if quantise_model(model_dir, train_photos, photos, cfg, keep_float=False) is None:
-            raise ModelError(
-                f"the classifier of {model_dir} is quantised already (to choose its settings "
-                "again, use --retune)"
-            )
+            raise ModelError(f"{already} (to choose its settings again, use --retune)")
     manifest = tune(model_dir, photos, threads, log, tables)
     keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to", "reread_below")
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))
@@ -381,10 +382,16 @@ def enrol_command(args: argparse.Namespace) -> int:
             "would be ignored: give either the labels file or photos (with a new --labels)"
         )
     rec = TileRecognizer(model_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise enrol.EnrolError(f"cannot use {out} as the output folder: {exc}") from None
+
+    def make_out() -> None:
+        # made once there is something to write: photos that cannot be used leave no folder
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise enrol.EnrolError(f"cannot use {out} as the output folder: {exc}") from None
+
+    if out.exists() and not out.is_dir():
+        raise enrol.EnrolError(f"cannot use {out} as the output folder: it is a file")
     if refit:
         samples = enrol.read_labels(args.labels)
         print(f"{len(samples)} tiles from {args.labels}")
@@ -396,6 +403,7 @@ def enrol_command(args: argparse.Namespace) -> int:
         for photo in args.photos:
             samples.extend(enrol.samples_from_grid(rec, photo, layout))
         labels_path = args.labels or out / "labels.json"
+        make_out()
         enrol.write_labels(labels_path, samples)
         try:
             write_picture(out / "check.png", enrol.contact_sheet(samples))
@@ -408,6 +416,7 @@ def enrol_command(args: argparse.Namespace) -> int:
         )
     if args.check_only:
         return EXIT_OK
+    make_out()
     weight, bias = enrol.base_head(rec.model_dir, rec.embedding_size)
     groups = enrol.embeddings_by_photo(rec, samples)
     emb, labels = enrol.stacked(groups)

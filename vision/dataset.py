@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -297,6 +298,18 @@ def iter_crops(
         img = photo.image()
         for box, label in zip(photo.boxes, photo.labels, strict=True):
             yield square_crop(img, box, size, margin), int(label)
+
+
+SHARED_DATA_VARIABLE = "MAHJONG_SHARED_DATA"
+
+
+def shared_data_dir() -> Path:
+    """Where the shared training data (``tile-art/``, ``real-photos/``) is looked for:
+    ``$MAHJONG_SHARED_DATA`` where it is set, else ``../shared/data`` beside the checkout."""
+    named = os.environ.get(SHARED_DATA_VARIABLE)
+    if named:
+        return Path(named).expanduser()
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 Prediction = tuple[tuple[float, float, float, float], int, float]

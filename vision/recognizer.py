@@ -187,7 +187,10 @@ class TileRecognizer:
         threads: int | None = None,
         refine: bool | None = None,
     ) -> None:
-        self.model_dir = Path(model_path) if model_path is not None else DEFAULT_MODEL_DIR
+        # a folder written in code as "~/my-tiles" is the user's, as it is in the shell
+        self.model_dir = (
+            Path(model_path).expanduser() if model_path is not None else DEFAULT_MODEL_DIR
+        )
         manifest = self._manifest()
         self.manifest = manifest
         num = self._setting

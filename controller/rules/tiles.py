@@ -256,6 +256,16 @@ def parse_tiles(text: str) -> list[Tile]:
             i = m.end()
             continue
         tile = _CHAR_TILES.get(ch)
+        if tile is None and ch in _DIGITS:
+            # numbers with no suit after them: the fault is where the suit should be
+            j = i
+            while j < n and text[j] in _DIGITS:
+                j += 1
+            after = "the end" if j == n else "a space" if text[j].isspace() else repr(text[j])
+            raise HandError(
+                f"the numbers {text[i:j]!r} at position {i} of {text!r} have no suit after "
+                f"them (m, p, s, f, 万, 筒, 条 …), but {after}"
+            )
         if tile is None:
             raise HandError(f"{ch!r} at position {i} of {text!r} is not a tile")
         out.append(tile)
