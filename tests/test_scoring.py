@@ -223,6 +223,24 @@ def test_house_gangkai_doubles_and_counts_another_players_kong(make_win):
     assert score(on_discard, house).value == 6
 
 
+def test_house_gangkai_doubles_in_step_two_before_menqing(make_win):
+    # 杠开 doubling "instead of raising" stands in step 2: 门清 then doubles up to 2 勒子 and
+    # leaves a hand already at 2 勒子 alone. The doubling was applied after 门清, with 开宝
+    # and 荒番: 门清 碰碰胡 with 5 花 on a flower's replacement scored 28, not 20
+    house = load_profile("house")
+    pungs = score(make_win("111m 222p 333s 999s 4m +4m", flowers=5, after_flower=True), house)
+    assert pungs.value == 20
+    assert [(st.rule, st.value) for st in pungs.steps][-2:] == [("杠开", 14), ("门清", 20)]
+    assert "杠开" in pungs.doublers
+    kong = score(make_win("123p 345p 678p 5p [9999p] +5p", after_kong=True), house)
+    assert kong.value == 20 and [st.rule for st in kong.steps][-1] == "门清"
+    # 开宝 and 荒番 still double the result after every step
+    both = score(
+        make_win("111m 222p 333s 999s 4m +4m", flowers=5, after_flower=True, huangfan=1), house
+    )
+    assert both.value == 40 and both.steps[-1].rule == "荒番"
+
+
 def test_dadiaoche_raises_to_one_lezi(make_win, shanghai):
     s = score(make_win("[111m<1] [222p<1] [333s<2] [EEE<3] 5p +5p"), shanghai)
     assert s.value == 10

@@ -290,7 +290,8 @@ def _value(
         events = [("fixed", name, setting, v)]
     base = v
     multiplier = 1
-    doublers: list[str] = []
+    doublers: list[str] = []  # every rule that doubled, for the result
+    late: list[str] = []  # those that double the value and cap at the end (step 4)
     b = profile.bonuses
     hand = win.hand
     if hand_type not in _SPECIAL:
@@ -309,13 +310,18 @@ def _value(
                 else:
                     events.append(("raise_noop", rule, b.raise_to, v))
             elif mode == "double":
-                multiplier *= 2
+                # in step 2, where the rule stands: 门清 then sees the doubled value, and does
+                # not double a hand that has reached 2 勒子 by it (docs/rules.md step 2)
+                v *= 2
+                cap *= 2
                 doublers.append(rule)
+                events.append(("double_step", rule, 2, v))
         menqing = b.menqing
         if menqing != "none" and hand.is_concealed:
             if menqing == "double":
                 multiplier *= 2
                 doublers.append("门清")
+                late.append("门清")
             else:
                 top = b.menqing_cap * lezi
                 if v < top:
@@ -327,12 +333,14 @@ def _value(
     if win.dice is not None and kaibao(win.dice, profile):
         multiplier *= 2
         doublers.append("开宝")
+        late.append("开宝")
     if huangfan_in_effect(win, profile) > 0:
         multiplier *= 2
         doublers.append("荒番")
+        late.append("荒番")
     value = v * multiplier
     if multiplier > 1:
-        events.append(("double", " ".join(doublers), multiplier, value))
+        events.append(("double", " ".join(late), multiplier, value))
         cap *= multiplier
     return base, cap, value, events, doublers
 
@@ -346,6 +354,7 @@ _STEP_TEXT = {
     "menqing": "x2, up to {p} 勒子",
     "menqing_noop": "already {p} 勒子 or more: no change",
     "double": "x{p}, cap with it",
+    "double_step": "x{p}, cap with it",
 }
 
 
