@@ -98,6 +98,9 @@ def test_added_kong_forms():
         ),
         ({"melds": [{"tiles": "EEE", "from": 1}, GOOD["melds"][1]]}, "melds[0].kind"),
         ({"melds": [{"kind": "pung", "tiles": "EEE", "concealed": True}]}, "melds[0]"),
+        # neither claimed from a seat nor concealed: it was scored as an exposed kong, so a
+        # 暗杠 written without "concealed" silently lost its 花 and 门清
+        ({"melds": [{"kind": "kong", "tiles": "EEEE"}, GOOD["melds"][1]]}, "melds[0]"),
         ({"melds": "EEE"}, "melds"),
         ({"flowers": 9}, "flowers"),
         ({"flowers": ["春", "春"]}, "flowers"),

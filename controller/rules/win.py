@@ -408,6 +408,13 @@ def _melds(v: Any, name: str) -> list[Meld]:
         source = m.get("from")
         if source is not None:
             _seat(source, f"{here}.from")
+        elif kind_name == MeldKind.KONG.value:
+            # scored as an exposed kong, a 暗杠 left without "concealed" loses its 花 and 门清
+            raise WinInputError(
+                'an exposed kong needs "from" (the seat it was claimed from); a concealed '
+                'kong says "concealed": true',
+                field=here,
+            )
         out.append(_field(here, lambda k=kind_name, t=tiles, s=source: Meld.of(k, tuple(t), s)))
     return out
 
