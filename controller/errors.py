@@ -17,6 +17,7 @@ from controller.rules.errors import (
 __all__ = [
     "CameraError",
     "ConfigError",
+    "DataError",
     "DeviceError",
     "HandError",
     "LinkError",
@@ -33,6 +34,11 @@ __all__ = [
 
 class ConfigError(MahjongTableError):
     """A table configuration file or setting that cannot be used."""
+
+
+class DataError(MahjongTableError):
+    """Training or evaluation data (labelled photos) that cannot be used: bad input, as a
+    command's exit status says (2), not a fault of the camera or the model (3)."""
 
 
 class DeviceError(MahjongTableError):

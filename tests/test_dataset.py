@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.errors import ModelError
+from controller.errors import DataError
 from controller.rules.tiles import Tile
 from vision.dataset import (
     CROWDED_LABELS,
@@ -71,7 +71,7 @@ def test_boxes_and_polygons():
     ],
 )
 def test_bad_label_lines(line):
-    with pytest.raises(ModelError, match="label line 1"):
+    with pytest.raises(DataError, match="label line 1"):
         parse_label_file(line, 100, 100)
 
 
@@ -136,15 +136,15 @@ def test_real_photos_split_by_source(shared_data):
 
 
 def test_missing_folder(tmp_path):
-    with pytest.raises(ModelError, match="no photos"):
+    with pytest.raises(DataError, match="no photos"):
         load_photos(tmp_path)
     _labelled_folder(tmp_path, ["a.jpg"])
     for p in (tmp_path / "labels").iterdir():
         p.unlink()
     (tmp_path / "labels").rmdir()
-    with pytest.raises(ModelError, match="not a folder of labelled photos"):
+    with pytest.raises(DataError, match="not a folder of labelled photos"):
         load_photos(tmp_path)
-    with pytest.raises(ModelError, match="unknown split"):
+    with pytest.raises(DataError, match="unknown split"):
         load_photos(tmp_path, ["test"])
 
 
@@ -282,24 +282,24 @@ def test_a_damaged_data_folder_is_refused_not_read_as_fewer_tiles(tmp_path):
     _labelled_folder(tmp_path, ["a.jpg", "b.JPG", "c.jpeg"])
     assert [p.path.name for p in load_photos(tmp_path)] == ["a.jpg", "b.JPG", "c.jpeg"]
     (tmp_path / "labels" / "b.txt").unlink()  # would have taught that b holds no tiles
-    with pytest.raises(ModelError, match=r"1 photos without a label file: b\.JPG"):
+    with pytest.raises(DataError, match=r"1 photos without a label file: b\.JPG"):
         load_photos(tmp_path)
     (tmp_path / "labels" / "b.txt").write_text("")  # a photo of no tiles says so: legal
     assert [len(p.labels) for p in load_photos(tmp_path)] == [1, 0, 1]
     (tmp_path / "labels" / "classes.txt").write_text("1m\n2m\n")  # a labelling tool's list
     assert len(load_photos(tmp_path)) == 3
     (tmp_path / "images" / "c.jpeg").unlink()
-    with pytest.raises(ModelError, match="1 label files without a photo: c"):
+    with pytest.raises(DataError, match="1 label files without a photo: c"):
         load_photos(tmp_path)
 
 
 def test_a_bad_label_file_is_named(tmp_path):
     _labelled_folder(tmp_path, ["a.jpg", "b.jpg"])
     (tmp_path / "labels" / "b.txt").write_text("4 0.5 0.5 0.2 0.4\n99 0.5 0.5 0.1 0.1\n")
-    with pytest.raises(ModelError, match=r"b\.txt: label line 2 has class 99"):
+    with pytest.raises(DataError, match=r"b\.txt: label line 2 has class 99"):
         load_photos(tmp_path)
     (tmp_path / "labels" / "b.txt").write_bytes(b"4 0.5 0.5 0.2 \xff\n")
-    with pytest.raises(ModelError, match=r"cannot read b\.txt"):
+    with pytest.raises(DataError, match=r"cannot read b\.txt"):
         load_photos(tmp_path)
     # saved by an editor that starts with a byte-order mark
     (tmp_path / "labels" / "b.txt").write_bytes("4 0.5 0.5 0.2 0.4\r\n".encode("utf-8-sig"))

@@ -283,7 +283,8 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     empty = tmp_path / "empty"
     (empty / "real-photos" / "images").mkdir(parents=True)
     (empty / "tile-art").mkdir()
-    assert main(["train", "--data", str(empty), "--retune", str(model)]) == 3
+    # photo data that cannot be used is bad input (2), not a camera or model fault (3)
+    assert main(["train", "--data", str(empty), "--retune", str(model)]) == 2
     assert "no photos" in capsys.readouterr().err
     assert main(["train", "--data", str(data), "--retune", str(model), "--tune-tables", "0"]) == 2
     assert "at least 1" in capsys.readouterr().err

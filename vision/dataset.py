@@ -24,7 +24,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from controller.errors import CameraError, ModelError
+from controller.errors import CameraError, DataError
 from controller.rules.tiles import Tile
 from vision.recognizer import square_crop
 
@@ -126,29 +126,29 @@ def parse_label_file(text: str, width: int, height: int) -> tuple[np.ndarray, np
             cls = int(parts[0])
             vals = [float(v) for v in parts[1:]]
         except ValueError:
-            raise ModelError(f"label line {n} is not numbers: {line!r}") from None
+            raise DataError(f"label line {n} is not numbers: {line!r}") from None
         if not all(math.isfinite(v) for v in vals):
             # max(0, nan) is 0 and min(1, nan) is 1: a NaN would become a whole-photo box
-            raise ModelError(f"label line {n} has a coordinate that is not a number: {line!r}")
+            raise DataError(f"label line {n} has a coordinate that is not a number: {line!r}")
         # coordinates are shares of the photo's sides: pixels (320) or a size of 3 would be
         # clipped into a whole-photo box or dropped, silently teaching the wrong tile
         if not all(-COORD_SLACK <= v <= 1 + COORD_SLACK for v in vals):
-            raise ModelError(
+            raise DataError(
                 f"label line {n} has a coordinate outside 0-1 (coordinates are shares of the "
                 f"photo's width and height): {line!r}"
             )
         if not 0 <= cls < len(ROBOFLOW_TO_LABEL):
-            raise ModelError(f"label line {n} has class {cls}, not 0-{len(ROBOFLOW_TO_LABEL) - 1}")
+            raise DataError(f"label line {n} has class {cls}, not 0-{len(ROBOFLOW_TO_LABEL) - 1}")
         if len(vals) == 4:
             cx, cy, w, h = vals
             if w <= 0 or h <= 0:
-                raise ModelError(f"label line {n} has a box of no size: {line!r}")
+                raise DataError(f"label line {n} has a box of no size: {line!r}")
             x0, y0, x1, y1 = cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
         elif len(vals) >= 6 and len(vals) % 2 == 0:
             xs, ys = vals[0::2], vals[1::2]
             x0, y0, x1, y1 = min(xs), min(ys), max(xs), max(ys)
         else:
-            raise ModelError(f"label line {n} has {len(vals)} coordinates: {line!r}")
+            raise DataError(f"label line {n} has {len(vals)} coordinates: {line!r}")
         x0, x1 = max(0.0, x0) * width, min(1.0, x1) * width
         y0, y1 = max(0.0, y0) * height, min(1.0, y1) * height
         if x1 - x0 < 2 or y1 - y0 < 2:
@@ -162,13 +162,13 @@ def load_photos(root: str | Path, splits: Iterable[str] = SPLITS) -> list[Labell
     """Every labelled photo under ``root`` (``images/*.jpg`` with ``labels/*.txt``) whose
     source falls in one of ``splits``, sorted by file name.
 
-    Raises :class:`~controller.errors.ModelError` when the folder holds no photos.
+    Raises :class:`~controller.errors.DataError` when the folder holds no photos.
     """
     root = Path(root)
     wanted = set(splits)
     unknown = wanted - set(SPLITS)
     if unknown:
-        raise ModelError(f"unknown split(s) {sorted(unknown)}; use {', '.join(SPLITS)}")
+        raise DataError(f"unknown split(s) {sorted(unknown)}; use {', '.join(SPLITS)}")
     try:
         images = (
             sorted(p for p in (root / "images").iterdir() if p.suffix.lower() in PHOTO_SUFFIXES)
@@ -176,7 +176,7 @@ def load_photos(root: str | Path, splits: Iterable[str] = SPLITS) -> list[Labell
             else []
         )
         if not images:
-            raise ModelError(f"no photos in {root / 'images'}")
+            raise DataError(f"no photos in {root / 'images'}")
         # classes.txt is the class list some labelling tools write beside the labels
         label_names = {
             p.stem
@@ -184,7 +184,7 @@ def load_photos(root: str | Path, splits: Iterable[str] = SPLITS) -> list[Labell
             if p.suffix == ".txt" and p.name != "classes.txt"
         }
     except OSError as exc:
-        raise ModelError(
+        raise DataError(
             f"{root} is not a folder of labelled photos (images/ and labels/): "
             f"{exc.strerror or exc}"
         ) from None
@@ -198,7 +198,7 @@ def load_photos(root: str | Path, splits: Iterable[str] = SPLITS) -> list[Labell
     ):
         if names:
             more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-            raise ModelError(f"{root}: {len(names)} {what}: {', '.join(names[:3])}{more}")
+            raise DataError(f"{root}: {len(names)} {what}: {', '.join(names[:3])}{more}")
     out = []
     for img_path in images:
         source = source_of(img_path)
@@ -210,11 +210,11 @@ def load_photos(root: str | Path, splits: Iterable[str] = SPLITS) -> list[Labell
             text = label_path.read_text(encoding="utf-8-sig")
             w, h = _jpeg_size(img_path)
         except (OSError, UnicodeDecodeError) as exc:
-            raise ModelError(f"cannot read {label_path.name} or its photo: {exc}") from None
+            raise DataError(f"cannot read {label_path.name} or its photo: {exc}") from None
         try:
             boxes, labels = parse_label_file(text, w, h)
-        except ModelError as exc:
-            raise ModelError(f"{label_path}: {exc.message}") from None
+        except DataError as exc:
+            raise DataError(f"{label_path}: {exc.message}") from None
         out.append(LabelledPhoto(img_path, source, (w, h), boxes, labels))
     return out
 
