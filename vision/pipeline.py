@@ -48,15 +48,31 @@ ORIENT_PX_PER_MM = 1.0
 """Resolution of the picture in which tiles' depth across the seat's edge is measured."""
 HUE_TOLERANCE = 8
 """How far (OpenCV hue units, 2 degrees each) a pixel's hue may be from the felt's."""
+BRIGHTER_BY = 25
+"""Levels of brightness (HSV value) above a dark felt's by which a pixel is not felt."""
+GREY_CHROMA = 15
+"""How much more colourful (saturation x value / 255) than a grey, black or cream felt a
+pixel of it may be: its weave and the camera's noise, not a coloured sleeve."""
 FELT_DARKEST = 0.35
 """A frame whose seat zones are darker than this share of the felt's remembered brightness
 cannot show the table (the lights are off or the lens is covered)."""
+FELT_BRIGHTEST = 2.5
+"""Zones brighter than this many times the remembered felt (and 40 more) are not of it: an
+overexposed frame. Generous, since a lamp switched on is no reason to stop seeing the table."""
 FELT_FOLLOW = 0.05
 """How much of each usable frame's felt colour the remembered one takes on: it follows the
 light as it changes over an evening, not a sleeve that passes."""
+FELT_RELEARN_S = 60.0
+"""Seconds of lit frames that agree with one another but not with the remembered felt (a new
+cloth, a lamp that changed the light at once) after which their colour is the felt's."""
 ONE_COLOUR = 0.002
 """A frame with less than this share of the table not of its zones' colour shows one colour
 only (a blank or glitched frame), not a table."""
+LIT_VALUE = 120
+LIT_SHARE = 0.002
+"""A frame is lit when at least this share of the table is at least this bright (HSV value):
+tiles, walls, the markers' paper. A felt is learnt only from a lit frame, never from the
+dark noise of a camera with the lights off or still settling its exposure."""
 
 
 class Recognizer(Protocol):
@@ -139,6 +155,8 @@ class TablePipeline:
         self._zone_mask = calibration.zone_mask(BARE_PX_PER_MM)
         felt = calibration.felt_hsv
         self._felt: np.ndarray | None = None if felt is None else np.array(felt, np.float64)
+        self._felt_measured = felt is not None
+        self._odd: tuple[float, np.ndarray] | None = None  # since when, and what colour
 
     # -- one frame -----------------------------------------------------------------------------
 
@@ -152,7 +170,7 @@ class TablePipeline:
         image, index, stamp = self._unpack(frame)
         reading = self._read(image, index, stamp)
         changes = self.tracker.update(
-            reading.views, is_bare=self.bare_test(image), frame=reading.index
+            reading.views, is_bare=self._bare_test(image, stamp), frame=reading.index
         )
         return TableUpdate(reading, tuple(changes), self.tracker.views)
 
@@ -168,8 +186,12 @@ class TablePipeline:
         return self.tracker.views
 
     def reset(self) -> None:
-        """A new hand: the tracker forgets the last one's tiles."""
+        """A new hand: the tracker forgets the last one's tiles (and a felt colour learnt
+        from frames, rather than measured when calibrating, is learnt again)."""
         self.tracker.reset()
+        if not self._felt_measured:
+            self._felt = None
+        self._odd = None
 
     def watch(
         self,
@@ -291,12 +313,15 @@ class TablePipeline:
         the felt's colour (the calibration's, following the light since; the lights off, a
         covered lens, a sleeve across most of the view) or that is all one colour. Otherwise
         such a frame would be all "felt", and everything on the table taken as gone."""
+        return self._bare_test(image, time.monotonic())
+
+    def _bare_test(self, image: np.ndarray, stamp: float) -> Callable[[np.ndarray], bool]:
         ppm = BARE_PX_PER_MM
         plane = self.calibration.plane_image(image, ppm)
         hsv = cv2.cvtColor(plane, cv2.COLOR_BGR2HSV)
         seen = _felt_colour(hsv[self._zone_mask])
         feltish = _table_showing(hsv, seen)
-        if not self._shows_table(seen, feltish):
+        if not self._shows_table(seen, feltish, hsv, stamp):
             return _never_bare
 
         def is_bare(quad: np.ndarray) -> bool:
@@ -314,22 +339,36 @@ class TablePipeline:
 
         return is_bare
 
-    def _shows_table(self, seen: np.ndarray, feltish: np.ndarray) -> bool:
+    def _shows_table(
+        self, seen: np.ndarray, feltish: np.ndarray, hsv: np.ndarray, stamp: float
+    ) -> bool:
         """Whether a frame whose zones' colour is ``seen`` shows the table, remembering the
         felt's colour as the light changes."""
         if feltish.mean() > 1 - ONE_COLOUR:
             return False
+        lit = bool((hsv[..., 2] >= LIT_VALUE).mean() >= LIT_SHARE)
         if self._felt is None:
             # a calibration that measured no felt (made by hand in code, or saved before the
-            # felt was measured): the first frame of more than one colour teaches it
+            # felt was measured): the first lit frame teaches it
+            if not lit:
+                return False
             self._felt = seen.astype(np.float64)
             return True
-        if not _looks_like(seen, self._felt):
-            return False
-        dh = (float(seen[0]) - self._felt[0] + 90) % 180 - 90  # hue goes round
-        self._felt[0] = (self._felt[0] + FELT_FOLLOW * dh) % 180
-        self._felt[1:] += FELT_FOLLOW * (seen[1:] - self._felt[1:])
-        return True
+        if _looks_like(seen, self._felt):
+            self._odd = None
+            dh = (float(seen[0]) - self._felt[0] + 90) % 180 - 90  # hue goes round
+            self._felt[0] = (self._felt[0] + FELT_FOLLOW * dh) % 180
+            self._felt[1:] += FELT_FOLLOW * (seen[1:] - self._felt[1:])
+            return True
+        # lit frames of one other colour for a long while: the light or the cloth has
+        # changed for good (a sleeve or the dark never lasts that long, and is never lit)
+        if lit and self._odd is not None and _looks_like(seen, self._odd[1]):
+            if stamp - self._odd[0] >= FELT_RELEARN_S:
+                self._felt, self._odd = seen.astype(np.float64), None
+                return True
+        else:
+            self._odd = (stamp, seen.astype(np.float64)) if lit else None
+        return False
 
 
 def _never_bare(quad: np.ndarray) -> bool:
@@ -337,10 +376,19 @@ def _never_bare(quad: np.ndarray) -> bool:
 
 
 def _looks_like(seen: np.ndarray, felt: np.ndarray) -> bool:
-    """Whether a zones' colour ``seen`` is the felt ``felt`` under some light: what
-    :func:`_table_showing` takes for table, and not so dark that nothing can be told."""
-    pixel = np.clip(np.round(seen), 0, 255).astype(np.uint8).reshape(1, 1, 3)
-    return bool(_table_showing(pixel, felt)[0, 0]) and seen[2] >= FELT_DARKEST * felt[2]
+    """Whether a frame's zones, of median colour ``seen``, can be the felt ``felt`` under
+    this frame's light: neither far darker (the lights off, a covered lens) nor far
+    brighter (overexposed), and of its hue where it has one (a sleeve across the view is
+    not). Lenient, as it judges only whether the frame shows the table at all; each place
+    is then judged against this frame's own felt colour."""
+    h, s, v = (float(x) for x in seen)
+    fh, fs, fv = (float(x) for x in felt)
+    if v < FELT_DARKEST * fv or v > FELT_BRIGHTEST * fv + 40:
+        return False
+    if fs < 50:  # a grey, black or cream top: no hue to go by
+        return s <= fs + 50
+    dh = abs(h - fh) % 180
+    return min(dh, 180 - dh) <= 2 * HUE_TOLERANCE and s >= 0.5 * fs
 
 
 def _pause(seconds: float, should_stop: Callable[[], bool] | None) -> None:
@@ -363,12 +411,17 @@ def _table_showing(hsv: np.ndarray, felt: np.ndarray) -> np.ndarray:
 
     Hue and saturation say felt whatever the light: a shadow darkens felt without changing
     its hue, so only what is brighter than the felt's light (tiles, glare) or of another hue
-    (skin, sleeves, tile backs of another colour) is not felt. A grey top has no hue: there
-    only low saturation and no more than its own brightness count."""
+    (skin, sleeves, tile backs of another colour) is not felt. "Brighter" is by a quarter
+    and by 25 levels at least, so a black top's own weave is not taken for something on it.
+    A grey, black or cream top has no hue: there only colourfulness (saturation times
+    brightness, which a dark pixel's noise cannot raise as it does saturation) beyond the
+    felt's own, and no more than its brightness, count."""
     h, s, v = cv2.split(hsv)
-    not_brighter = v <= 1.35 * float(felt[2])
+    light = float(felt[2])
+    not_brighter = v <= max(1.35 * light, light + BRIGHTER_BY)
     if felt[1] < 50:
-        return (s <= float(felt[1]) + 35) & not_brighter
+        chroma = s.astype(np.float32) * v.astype(np.float32) / 255
+        return (chroma <= float(felt[1]) * light / 255 + GREY_CHROMA) & not_brighter
     dh = cv2.absdiff(h, float(felt[0]))
     dh = np.minimum(dh, 180 - dh)  # hue goes round (0-179 in OpenCV)
     return (dh <= HUE_TOLERANCE) & (s >= 0.5 * float(felt[1])) & not_brighter
