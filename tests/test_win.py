@@ -168,6 +168,15 @@ def test_eight_flowers_needs_no_hand():
     assert w.how is WinType.EIGHT_FLOWERS and w.hand.concealed == ()
 
 
+def test_a_kong_in_the_discarders_hand_needs_no_source():
+    # only whether the discarder was ready is read from it: a kong's kind does not matter
+    shanghai = load_profile("shanghai")
+    hand = {"concealed": "EEE SSS 11m 2p 3s", "melds": [{"kind": "kong", "tiles": "NNNN"}]}
+    data = with_(discarder_ready=None, discarder_hand=hand)
+    win = win_from_json(data, ready_check=lambda h: is_ready(h, shanghai))
+    assert win.discarder_ready is False
+
+
 def test_discarder_hand_decides_readiness():
     shanghai = load_profile("shanghai")
     ready = with_(discarder_ready=None, discarder_hand={"concealed": "EEE SSS 111m 222p 3s"})

@@ -253,7 +253,8 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
                 "unknown field (known: concealed, melds)",
                 field=f"discarder_hand.{sorted(extra)[0]}",
             )
-        d_melds = _melds(dh.get("melds", []), "discarder_hand.melds")
+        # the discarder's hand says only whether they were ready: its kongs' kinds do not count
+        d_melds = _melds(dh.get("melds", []), "discarder_hand.melds", scored=False)
         d_tiles = _tiles(dh.get("concealed", ""), "discarder_hand.concealed")
         d_hand = _field("discarder_hand", lambda: Hand(tuple(d_tiles), tuple(d_melds)))
         _field("discarder_hand.concealed", lambda: d_hand.check_size(complete=False))
@@ -375,7 +376,7 @@ def _one_tile_any(v: Any, name: str) -> Tile:
     return tiles[0]
 
 
-def _melds(v: Any, name: str) -> list[Meld]:
+def _melds(v: Any, name: str, *, scored: bool = True) -> list[Meld]:
     if not isinstance(v, list | tuple):
         raise WinInputError("a list of melds", field=name)
     out = []
@@ -408,7 +409,7 @@ def _melds(v: Any, name: str) -> list[Meld]:
         source = m.get("from")
         if source is not None:
             _seat(source, f"{here}.from")
-        elif kind_name == MeldKind.KONG.value:
+        elif scored and kind_name == MeldKind.KONG.value:
             # scored as an exposed kong, a 暗杠 left without "concealed" loses its 花 and 门清
             raise WinInputError(
                 'an exposed kong needs "from" (the seat it was claimed from); a concealed '
