@@ -209,6 +209,31 @@ def test_writes_the_markers_to_print(tmp_path: Path) -> None:
         assert page.size == (2480, 3508)  # A4 at 300 dpi
 
 
+@pytest.mark.parametrize("name", ["markers.jpg", "markers.tif", "markers.bmp"])
+def test_the_marker_sheet_is_a_png(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    # only a PNG carries the 300 dpi that makes "print at 100 %" the true size: the others
+    # were written with 1 dpi or none, and printed several times too large
+    assert main(["calibrate", "--markers-sheet", str(tmp_path / name)]) == 2
+    assert "name the sheet .png" in capsys.readouterr().err
+    assert not (tmp_path / name).exists()
+
+
+def test_names_that_are_not_utf8_are_printed_escaped(tmp_path: Path) -> None:
+    # the sheet was written, then printing its name raised UnicodeEncodeError (exit 1)
+    import os
+
+    odd = os.fsdecode(bytes(tmp_path) + b"/march\xe9.png")
+    run = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "calibrate", "--markers-sheet", odd],
+        capture_output=True,
+        env=dict(os.environ, PYTHONIOENCODING="utf-8"),
+    )
+    assert run.returncode == 0, run.stderr
+    assert b"march\\udce9.png" in run.stdout and Path(odd).is_file()
+
+
 @pytest.mark.parametrize("option", ["--markers-sheet", "--preview", "--save-frame"])
 def test_a_picture_name_that_cannot_be_written_is_bad_input(
     tmp_path: Path, frame_png: Path, capsys: pytest.CaptureFixture[str], option: str

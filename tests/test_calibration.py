@@ -278,6 +278,15 @@ def test_the_felt_is_measured_and_kept(scene: TableScene, tmp_path: Path) -> Non
     assert manual.felt_hsv == pytest.approx(cal.felt_hsv, abs=3)
 
 
+def test_grey_and_16_bit_frames_calibrate_with_their_felt(scene: TableScene) -> None:
+    # they calibrated before the felt was measured; measuring it raised a raw cv2.error
+    image = scene.render(TableLayout(), scene.camera(tilt=7)).image
+    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    for frame in (grey, grey.astype(np.uint16) * 257):
+        cal = calibrate_from_markers(frame)
+        assert cal.felt_hsv is not None and cal.felt_hsv[1] < 20  # grey: no saturation
+
+
 @pytest.mark.parametrize(
     ("felt", "message"),
     [

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.machinery
+import os
 import struct
 import sys
+import tempfile
 import types
 import zlib
 from pathlib import Path
@@ -270,6 +272,13 @@ def test_open_camera_understands_what_an_installer_types(tmp_path: Path) -> None
     assert isinstance(unplugged, OpenCVCamera) and unplugged.live
     with pytest.raises(CameraError, match=r"there is no /dev/video97 now: .* plugged in"):
         unplugged.read()
+    # only a name not there is taken for a device to plug in: a folder or a picture under
+    # /dev (frames on the RAM disk /dev/shm) is what it is
+    if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK):
+        with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+            cv2.imwrite(f"{shm}/f.png", np.zeros((20, 30, 3), np.uint8))
+            assert isinstance(open_camera(shm), ImageFolderCamera)
+            assert isinstance(open_camera(f"{shm}/f.png"), ImageFilesCamera)
     with pytest.raises(CameraError, match="picamera:N"):
         open_camera("picamera:x")
     # digits to str.isdigit() but not to int()

@@ -153,6 +153,12 @@ def calibrate_command(args: argparse.Namespace) -> int:
                     check_picture_name(path)
                 except ValueError as exc:
                     raise ValueError(f"{option}: {exc}") from None
+        if args.markers_sheet is not None and args.markers_sheet.suffix.lower() != ".png":
+            # only a PNG here records the print resolution that makes "100 %" the true size
+            raise ValueError(
+                f"--markers-sheet: name the sheet .png, not {args.markers_sheet.name!r} (it "
+                "carries its 300 dpi, so it prints at its true size)"
+            )
     except (ValueError, CalibrationError) as exc:
         print(f"mahjong-table calibrate: {exc}", file=sys.stderr)
         return EXIT_INPUT

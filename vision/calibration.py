@@ -413,7 +413,10 @@ class Calibration:
         mostly table shows there."""
         import cv2
 
-        plane = self.plane_image(image, FELT_PX_PER_MM)
+        from vision.camera import as_bgr
+
+        # a grey or 16-bit frame calibrates, so its felt is measured too
+        plane = self.plane_image(as_bgr(image, "the frame"), FELT_PX_PER_MM)
         hsv = cv2.cvtColor(plane, cv2.COLOR_BGR2HSV)
         return tuple(float(v) for v in np.median(hsv[self.zone_mask(FELT_PX_PER_MM)], axis=0))
 

@@ -555,10 +555,6 @@ def open_camera(spec: str | int, *, size: tuple[int, int] | None = None) -> Came
         return PicameraSource(int(num), size=size or (1280, 960))
     if "://" in text:
         return OpenCVCamera(text, width=width, height=height)
-    if text.startswith("/dev/"):
-        # a device not there yet is a camera to plug in, not a file name mistyped: opening it
-        # says so, and a table watching it finds it once it is plugged in
-        return OpenCVCamera(text, width=width, height=height)
     path = Path(text).expanduser()
     try:
         is_dir, exists = path.is_dir(), path.exists()
@@ -566,6 +562,10 @@ def open_camera(spec: str | int, *, size: tuple[int, int] | None = None) -> Came
         raise CameraError(f"cannot look at {text}: {exc.strerror or exc}") from None
     if is_dir:
         return ImageFolderCamera(path)
+    if not exists and text.startswith("/dev/"):
+        # a device not there yet is a camera to plug in, not a file name mistyped: opening it
+        # says so, and a table watching it finds it once it is plugged in
+        return OpenCVCamera(text, width=width, height=height)
     if not exists:
         raise CameraError(
             f"{text} is neither a camera index, a device, a URL, nor an existing file or folder"

@@ -53,18 +53,23 @@ BRIGHTER_BY = 25
 GREY_CHROMA = 15
 """How much more colourful (saturation x value / 255) than a grey, black or cream felt a
 pixel of it may be: its weave and the camera's noise, not a coloured sleeve."""
-FELT_DARKEST = 0.35
-"""A frame whose seat zones are darker than this share of the felt's remembered brightness
-cannot show the table (the lights are off or the lens is covered)."""
-FELT_BRIGHTEST = 2.5
-"""Zones brighter than this many times the remembered felt (and 40 more) are not of it: an
-overexposed frame. Generous, since a lamp switched on is no reason to stop seeing the table."""
+FELT_LIGHT = (0.6, 1.6)
+"""How much darker or brighter than the remembered felt a frame's seat zones may be and
+still be taken for it: the lights off, a covered lens, a sleeve across the view or a
+blown-out picture lie outside; light that changes slowly is followed (:data:`FELT_FOLLOW`),
+and a lasting change at once is learnt after :data:`FELT_RELEARN_S`."""
+FELT_SATURATION = (0.7, 1.4)
+"""The same for the zones' saturation, against a felt with a hue."""
 FELT_FOLLOW = 0.05
 """How much of each usable frame's felt colour the remembered one takes on: it follows the
 light as it changes over an evening, not a sleeve that passes."""
 FELT_RELEARN_S = 60.0
-"""Seconds of lit frames that agree with one another but not with the remembered felt (a new
-cloth, a lamp that changed the light at once) after which their colour is the felt's."""
+"""Seconds of lit frames that agree with one another but not with the remembered felt, with
+the remembered felt nowhere in the zones (a new cloth, a lamp that changed the light at
+once), after which their colour is the felt's. Anything lying over part of the table leaves
+the felt showing beside it, and is never learnt."""
+FELT_GONE = 0.05
+"""The share of the zones' pixels still of the remembered felt under which it is gone."""
 ONE_COLOUR = 0.002
 """A frame with less than this share of the table not of its zones' colour shows one colour
 only (a blank or glitched frame), not a table."""
@@ -319,9 +324,10 @@ class TablePipeline:
         ppm = BARE_PX_PER_MM
         plane = self.calibration.plane_image(image, ppm)
         hsv = cv2.cvtColor(plane, cv2.COLOR_BGR2HSV)
-        seen = _felt_colour(hsv[self._zone_mask])
+        zones = hsv[self._zone_mask]
+        seen = _felt_colour(zones)
         feltish = _table_showing(hsv, seen)
-        if not self._shows_table(seen, feltish, hsv, stamp):
+        if not self._shows_table(seen, feltish, hsv, zones, stamp):
             return _never_bare
 
         def is_bare(quad: np.ndarray) -> bool:
@@ -340,7 +346,12 @@ class TablePipeline:
         return is_bare
 
     def _shows_table(
-        self, seen: np.ndarray, feltish: np.ndarray, hsv: np.ndarray, stamp: float
+        self,
+        seen: np.ndarray,
+        feltish: np.ndarray,
+        hsv: np.ndarray,
+        zones: np.ndarray,
+        stamp: float,
     ) -> bool:
         """Whether a frame whose zones' colour is ``seen`` shows the table, remembering the
         felt's colour as the light changes."""
@@ -360,15 +371,26 @@ class TablePipeline:
             self._felt[0] = (self._felt[0] + FELT_FOLLOW * dh) % 180
             self._felt[1:] += FELT_FOLLOW * (seen[1:] - self._felt[1:])
             return True
-        # lit frames of one other colour for a long while: the light or the cloth has
-        # changed for good (a sleeve or the dark never lasts that long, and is never lit)
+        # lit frames of one other colour for a long while, with the remembered felt nowhere
+        # in the zones: the cloth or the light has changed for good
         if lit and self._odd is not None and _looks_like(seen, self._odd[1]):
-            if stamp - self._odd[0] >= FELT_RELEARN_S:
+            if stamp - self._odd[0] >= FELT_RELEARN_S and not self._felt_showing(zones):
                 self._felt, self._odd = seen.astype(np.float64), None
                 return True
         else:
             self._odd = (stamp, seen.astype(np.float64)) if lit else None
         return False
+
+    def _felt_showing(self, zones: np.ndarray) -> bool:
+        """Whether some of the zones' pixels (N x 3 HSV) are still the remembered felt, in
+        its own light: beside a cover lying over the rest of the table, say."""
+        assert self._felt is not None
+        pixels = zones.reshape(-1, 1, 3)
+        light = pixels[..., 2].astype(np.float64)
+        low, high = FELT_LIGHT
+        inlight = (light >= low * self._felt[2]) & (light <= high * self._felt[2])
+        share = (_table_showing(pixels, self._felt) & inlight).mean()
+        return bool(share >= FELT_GONE)
 
 
 def _never_bare(quad: np.ndarray) -> bool:
@@ -376,19 +398,22 @@ def _never_bare(quad: np.ndarray) -> bool:
 
 
 def _looks_like(seen: np.ndarray, felt: np.ndarray) -> bool:
-    """Whether a frame's zones, of median colour ``seen``, can be the felt ``felt`` under
-    this frame's light: neither far darker (the lights off, a covered lens) nor far
-    brighter (overexposed), and of its hue where it has one (a sleeve across the view is
-    not). Lenient, as it judges only whether the frame shows the table at all; each place
-    is then judged against this frame's own felt colour."""
+    """Whether a frame's zones, of median colour ``seen``, can be the felt ``felt``: in about
+    its light (:data:`FELT_LIGHT`: not the lights off, a covered lens, a sleeve across the
+    view, a blown-out picture), and of its hue and saturation where it has a hue. A sleeve
+    of the felt's own colour cannot be told from it this way."""
     h, s, v = (float(x) for x in seen)
     fh, fs, fv = (float(x) for x in felt)
-    if v < FELT_DARKEST * fv or v > FELT_BRIGHTEST * fv + 40:
+    low, high = FELT_LIGHT
+    if not low * fv <= v <= high * fv + 10:
         return False
     if fs < 50:  # a grey, black or cream top: no hue to go by
-        return s <= fs + 50
+        return s <= fs + 25
     dh = abs(h - fh) % 180
-    return min(dh, 180 - dh) <= 2 * HUE_TOLERANCE and s >= 0.5 * fs
+    # a pale felt's hue moves more with the camera's white balance
+    tolerance = HUE_TOLERANCE * max(1.0, 120.0 / fs)
+    least, most = FELT_SATURATION
+    return min(dh, 180 - dh) <= tolerance and least * fs <= s <= most * fs
 
 
 def _pause(seconds: float, should_stop: Callable[[], bool] | None) -> None:
