@@ -22,7 +22,15 @@ def write_text_atomically(
     path: str | os.PathLike[str], text: str, *, make_folder: bool = False
 ) -> Path:
     """Write ``text`` to ``path`` (UTF-8) whole or not at all; ``make_folder`` makes its
-    folder first where there is none.
+    folder first where there is none (see :func:`write_bytes_atomically`)."""
+    return write_bytes_atomically(path, text.encode("utf-8"), make_folder=make_folder)
+
+
+def write_bytes_atomically(
+    path: str | os.PathLike[str], data: bytes, *, make_folder: bool = False
+) -> Path:
+    """Write ``data`` to ``path`` whole or not at all; ``make_folder`` makes its folder first
+    where there is none.
 
     A file replaced keeps its permissions; a new one is readable by all (``0644``), since the
     table's service may run as another user than whoever wrote it. Raises :class:`OSError`,
@@ -32,8 +40,8 @@ def write_text_atomically(
         p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         if p.exists():
@@ -100,19 +108,7 @@ def write_picture(
     raw = data.tobytes()
     if dpi is not None and p.suffix.lower() == ".png":
         raw = _png_with_dpi(raw, dpi)
-    if make_folder:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return p
+    return write_bytes_atomically(p, raw, make_folder=make_folder)
 
 
 def _png_with_dpi(png: bytes, dpi: int) -> bytes:
