@@ -124,3 +124,19 @@ def shown(path: str | os.PathLike[str]) -> str:
     """A file name as text that can always be printed and put in JSON: a name whose bytes
     are not UTF-8 shows them as ``\\xe9`` escapes instead of failing the output."""
     return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def png_dpi(png: bytes) -> float | None:
+    """The print resolution a PNG records (its pHYs chunk, in dots per inch), or ``None``
+    where it records none."""
+    at = 8  # after the signature, chunk by chunk: length, type, data, CRC
+    while at + 8 <= len(png):
+        (length,) = struct.unpack(">I", png[at : at + 4])
+        kind = png[at + 4 : at + 8]
+        if kind == b"pHYs" and length == 9:
+            x, _, unit = struct.unpack(">IIB", png[at + 8 : at + 17])
+            return x * 0.0254 if unit == 1 else None
+        if kind == b"IDAT":
+            return None  # pHYs must come before the picture's data
+        at += 12 + length
+    return None
