@@ -87,7 +87,7 @@ def _mask(text: str) -> int:
 
 #: the longest --timeout: the config's own cap on the slowest operations (an hour); far
 #: larger values overflow the platform's time_t inside the waits
-MAX_TIMEOUT = 3600.0
+MAX_TIMEOUT = 3600.0  # table_device.MAX_TIMEOUT, not imported: registering stays cheap
 
 
 def _check_seconds(value: float, option: str, hi: float | None = None) -> None:

@@ -85,6 +85,7 @@ class SeatPanel:
         self.config = config
         self.clock = clock
         self._lock = threading.Lock()
+        self._closed = False
         self._listeners: list[Callable[[SeatPress], None]] = []
         self._devices: list[Any] = []
         self._debouncers: dict[tuple[int, str], Debouncer] = {}
@@ -151,6 +152,8 @@ class SeatPanel:
     def poll(self, now: float | None = None) -> list[SeatPress]:
         """Decide the presses due by ``now`` (default: the panel clock), hand them to the
         listeners and return them."""
+        if self._closed:
+            return []
         t = self.clock() if now is None else now
         presses: list[SeatPress] = []
         with self._lock:
@@ -160,6 +163,8 @@ class SeatPanel:
         presses.sort(key=lambda p: p.time)
         for press in presses:
             for cb in list(self._listeners):
+                if self._closed:  # a listener may close the panel: no press after that
+                    return presses
                 try:
                     cb(press)
                 except Exception:
@@ -185,18 +190,25 @@ class SeatPanel:
             raise ValueError(f"seat must be 0-3, not {seat}")
         return seat
 
+    def _open(self, what: str) -> None:
+        if self._closed:
+            raise PinError(f"the seat panel is closed: cannot {what}")
+
     def set_led(self, seat: int, on: bool) -> None:
+        self._open("set an LED")
         led = self.leds[self._seat(seat)]
         led.on() if on else led.off()
         self._led_mode[seat] = "on" if on else "off"
 
     def blink_led(self, seat: int, on_time: float = 0.4, off_time: float = 0.4) -> None:
+        self._open("blink an LED")
         self.leds[self._seat(seat)].blink(on_time=on_time, off_time=off_time, background=True)
         self._led_mode[seat] = "blink"
 
     def show(self, *, dealer: int | None, turn: int | None) -> None:
         """The dealer's LED steady on, the LED of the seat whose turn it is blinking (also
         when it is the dealer's), the others off."""
+        self._open("show the dealer and turn")
         for seat in range(len(self.leds)):
             if seat == turn:
                 self.blink_led(seat)
@@ -204,19 +216,25 @@ class SeatPanel:
                 self.set_led(seat, seat == dealer)
 
     def led_modes(self) -> list[str]:
-        """What each LED was last told to do: ``"on"``, ``"off"`` or ``"blink"``."""
+        """What each LED was last told to do: ``"on"``, ``"off"`` or ``"blink"`` (all
+        ``"off"`` once the panel is closed and its pins released)."""
+        if self._closed:
+            return ["off"] * len(self._led_mode)
         return list(self._led_mode)
 
     def beep(self, duration: float = 0.1, count: int = 1, gap: float = 0.1) -> None:
         """Sound the buzzer ``count`` times, in the background. Does nothing without one."""
         if self.buzzer is None:
             return
+        self._open("sound the buzzer")
         self.buzzer.beep(on_time=duration, off_time=gap, n=count, background=True)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop polling and release the pins."""
+        """Stop polling and release the pins; no press is delivered after it, and the
+        LEDs and buzzer refuse with :class:`PinError`."""
+        self._closed = True
         stop = getattr(self, "_stop", None)
         if stop is not None:
             stop.set()

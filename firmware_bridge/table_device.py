@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 from firmware_bridge import protocol as p
 from firmware_bridge.config import SerialConfig
 from firmware_bridge.errors import (
+    BridgeConfigError,
     CommandFailed,
     CommandTimeout,
     InterlockError,
@@ -93,6 +94,15 @@ class Identity:
     boot_id: int
     tile_sets: int
     tiles_per_set: int
+
+
+MAX_TIMEOUT = 3600.0
+"""The longest a command may be given to finish, in seconds (an hour's shuffle is a jam)."""
+
+
+def _given(timeout: float | None, default: float) -> float:
+    # None takes the configured default; 0 is a timeout of its own (and refused), not "none"
+    return default if timeout is None else timeout
 
 
 @dataclass(frozen=True)
@@ -335,6 +345,9 @@ class TableDevice:
         self._boot_id: int | None = None
         self._old_boots: set[int] = set()
         self._status: McuStatus | None = None
+        # the last lid event this boot, (its number, open): newer than a status, it is the
+        # lid's state (the periodic status lags an event by up to its interval)
+        self._lid_event: tuple[int, bool] | None = None
         self._status_uptime = -1
         self._event_boot: int | None = None
         self._last_event_no = 0
@@ -482,31 +495,31 @@ class TableDevice:
     # --- the commands ------------------------------------------------------------------------
 
     def identify(self, timeout: float | None = None) -> Identity:
-        return self._call(p.Identify, timeout or self.config.command_timeout)
+        return self._call(p.Identify, _given(timeout, self.config.command_timeout))
 
     def status(self, timeout: float | None = None) -> McuStatus:
         """Ask the MCU for its status now (see :attr:`last_status` for the latest report)."""
-        return self._call(p.GetStatus, timeout or self.config.command_timeout)
+        return self._call(p.GetStatus, _given(timeout, self.config.command_timeout))
 
     def shuffle(self, timeout: float | None = None) -> ShuffleResult:
         """Shuffle the tile set that has waited longest in the table. Refused (InterlockError)
         while a hand is in progress or the lid is open."""
         self._check_motion("shuffle", hand=True)
-        return self._call(p.Shuffle, timeout or self.config.shuffle_timeout)
+        return self._call(p.Shuffle, _given(timeout, self.config.shuffle_timeout))
 
     def lift_walls(self, timeout: float | None = None) -> int:
         """Raise the shuffled set as the four walls; returns the tile set raised."""
         self._check_motion("lift", hand=False)
-        return self._call(p.LiftWalls, timeout or self.config.walls_timeout)
+        return self._call(p.LiftWalls, _given(timeout, self.config.walls_timeout))
 
     def lower_walls(self, timeout: float | None = None) -> int:
         """Lower the walls (the tiles go back into the table); returns the tile set."""
         self._check_motion("lower", hand=True)
-        return self._call(p.LowerWalls, timeout or self.config.walls_timeout)
+        return self._call(p.LowerWalls, _given(timeout, self.config.walls_timeout))
 
     def roll_dice(self, timeout: float | None = None) -> DiceRoll:
         """Roll the table's electronic dice; returns both."""
-        return self._call(p.RollDice, timeout or self.config.dice_timeout)
+        return self._call(p.RollDice, _given(timeout, self.config.dice_timeout))
 
     def lights(self, mask: int, level: int = 255, timeout: float | None = None) -> None:
         """Set the table lights: bit i of ``mask`` for light i (0-3 the sides, 4 the centre),
@@ -515,16 +528,16 @@ class TableDevice:
             raise CommandFailed(
                 "lights: mask and level must be 0-255", command="lights", reason="bad_args"
             )
-        self._call(p.Lights, timeout or self.config.command_timeout, mask=mask, level=level)
+        self._call(p.Lights, _given(timeout, self.config.command_timeout), mask=mask, level=level)
 
     def clear_faults(self, timeout: float | None = None) -> None:
         """Clear latched faults (jam, tiles short, motor stall, emergency stop) once fixed."""
-        self._call(p.ClearFaults, timeout or self.config.command_timeout)
+        self._call(p.ClearFaults, _given(timeout, self.config.command_timeout))
 
     def emergency_stop(self, timeout: float | None = None) -> None:
         """Stop every motor now. Never refused by an interlock, and sent ahead of anything
         queued; the table stays stopped until :meth:`clear_faults`."""
-        pc = self.submit(p.EmergencyStop, timeout or self.config.command_timeout, urgent=True)
+        pc = self.submit(p.EmergencyStop, _given(timeout, self.config.command_timeout), urgent=True)
         pc.result()
 
     def _check_motion(self, name: str, *, hand: bool) -> None:
@@ -535,7 +548,11 @@ class TableDevice:
                 reason="hand_in_progress",
             )
         st = self._status
-        if st is not None and st.lid_open and self._link_up:
+        lid_open = st is not None and st.lid_open
+        lid = self._lid_event
+        if lid is not None and (st is None or lid[0] > st.events):
+            lid_open = lid[1]
+        if lid_open and self._link_up:
             raise InterlockError(
                 f"{name}: refused because the table's lid is open; close it and try again",
                 command=name,
@@ -561,6 +578,17 @@ class TableDevice:
         urgent: bool = False,
         **fields: Any,
     ) -> PendingCommand:
+        # checked before anything is sent: a wait that cannot be waited fails the caller
+        # with the command already running on the table
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout <= MAX_TIMEOUT
+        ):
+            raise BridgeConfigError(
+                f"a command's timeout is seconds above 0 and at most {MAX_TIMEOUT:g}, "
+                f"not {timeout!r}"
+            )
         with self._lock:
             if self._closed.is_set():
                 raise LinkDown(f"the connection to {self.port_url} is closed")
@@ -921,6 +949,7 @@ class TableDevice:
         if self._boot_id != ident.boot_id:
             self._status_uptime = -1
             self._status = None
+            self._lid_event = None
         self._boot_id = ident.boot_id
         if self._event_boot != ident.boot_id:
             self._event_boot = ident.boot_id
@@ -1157,11 +1186,14 @@ class TableDevice:
             if ev.boot_id != self._event_boot:
                 self._event_boot = ev.boot_id
                 self._last_event_no = ev.number
+                self._lid_event = None
             return
         if ev.number <= self._last_event_no:
             self.counters["duplicate_events"] += 1
             return
         self._last_event_no = ev.number
+        if isinstance(ev, p.LidChanged):
+            self._lid_event = (ev.number, bool(ev.open))
         data = _event_data(ev)
         pc = self._pending.get(ev.cmd_id) if ev.cmd_id else None
         if pc is not None and pc.state == "accepted":
@@ -1226,6 +1258,8 @@ class TableDevice:
             if event is None:
                 return
             for cb in list(self._listeners):
+                if self._closed.is_set():  # a listener may close the device: nothing after
+                    break
                 try:
                     cb(event)
                 except BaseException:  # SystemExit too: it would end this thread, and with it

@@ -132,6 +132,39 @@ def test_background_thread_uses_the_real_clock(cfg, mock_pins) -> None:
     assert [(p.seat, p.button, p.long) for p in got] == [(1, "confirm", False)]
 
 
+def test_nothing_is_delivered_or_driven_after_close(cfg, mock_pins) -> None:
+    # a second press decided in the same poll reached the listeners after one closed the
+    # panel; poll() after close() still delivered; the LEDs raised gpiozero's own error
+    clock = FakeClock()
+    panel = SeatPanel(cfg, pin_factory=mock_pins, clock=clock, poll_interval=None)
+    got: list[int] = []
+
+    def first_closes(press: SeatPress) -> None:
+        got.append(press.seat)
+        panel.close()
+
+    panel.add_listener(first_closes)
+    sim = PanelSim(cfg, mock_pins, clock, on_tick=None)
+    sim.hold(0, "win", bounces=0)
+    sim.hold(1, "win", bounces=0)
+    clock.advance(0.1)
+    sim.release(0, "win", bounces=0)
+    sim.release(1, "win", bounces=0)
+    clock.advance(0.1)
+    panel.poll()
+    assert len(got) == 1
+    clock.advance(1.0)
+    assert panel.poll() == [] and len(got) == 1
+    for call in (
+        lambda: panel.set_led(0, True),
+        lambda: panel.blink_led(1),
+        lambda: panel.show(dealer=0, turn=1),
+    ):
+        with pytest.raises(PinError, match="closed"):
+            call()
+    assert panel.led_modes() == ["off"] * 4
+
+
 def test_a_listener_may_close_the_panel(cfg, mock_pins) -> None:
     """A listener (on the panel's own poll thread) closing the panel releases every pin and
     lets the thread end, instead of failing to join itself."""

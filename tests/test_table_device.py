@@ -7,6 +7,7 @@ many times the call's own timeout.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import random
 import threading
@@ -18,6 +19,7 @@ import pytest
 from firmware_bridge import protocol as p
 from firmware_bridge.config import SerialConfig
 from firmware_bridge.errors import (
+    BridgeConfigError,
     CommandFailed,
     CommandTimeout,
     InterlockError,
@@ -221,6 +223,54 @@ def test_lid_opened_during_a_shuffle_and_busy(sim_mcu) -> None:
         with pytest.raises(InterlockError, match=r"lid was opened|lid open") as e2:
             pending.result()
         assert e2.value.fault == "lid_open"
+
+
+def test_a_shuffle_right_after_the_lid_closes_is_not_refused(sim_mcu) -> None:
+    # the interlock read the last periodic status, which lags the lid event by up to its
+    # interval: "lid closed -> shuffle" was refused as "lid open" every time
+    sim = sim_mcu()
+    with TableDevice(sim.port, config=CFG) as dev:
+        dev.wait_ready(20)
+        outcomes: list[object] = []
+        closed = threading.Event()
+
+        def on_event(ev) -> None:
+            if ev.kind == "lid" and ev.data["open"] is False:
+                try:
+                    outcomes.append(dev.shuffle())
+                except InterlockError as exc:
+                    outcomes.append(exc.reason)
+                closed.set()
+
+        dev.add_listener(on_event)
+        sim.control("lid open")
+        wait_until(lambda: dev.last_status is not None and dev.last_status.lid_open)
+        sim.control("lid close")
+        assert closed.wait(20)
+        assert isinstance(outcomes[0], ShuffleResult)
+        # and a lid opened is refused at once, before any status says so
+        sim.control("lid open")
+        wait_until(lambda: dev._lid_event is not None and dev._lid_event[1])
+        with pytest.raises(InterlockError) as e:
+            dev.shuffle()
+        assert e.value.reason == "lid_open"
+
+
+@pytest.mark.parametrize("timeout", [0, -1, math.inf, 1e12, math.nan, "5", True])
+def test_a_timeout_that_cannot_be_waited_is_refused_before_sending(sim_mcu, timeout) -> None:
+    # 0 silently meant the default (a 60 s wait for a caller with no time left), and inf or
+    # 1e12 raised OverflowError from the wait with the command already running
+    from firmware_bridge import device_cli, table_device
+
+    assert device_cli.MAX_TIMEOUT == table_device.MAX_TIMEOUT
+    sim = sim_mcu()
+    with TableDevice(sim.port, config=CFG) as dev:
+        dev.wait_ready(20)
+        executed = dev.status().executed
+        for call in (dev.shuffle, dev.roll_dice, dev.status):
+            with pytest.raises(BridgeConfigError, match="timeout is seconds above 0"):
+                call(timeout=timeout)
+        assert dev.status().executed == executed + 1  # only this status ran
 
 
 def test_emergency_stop_during_a_shuffle(sim_mcu) -> None:
@@ -557,11 +607,15 @@ def test_a_listener_may_close_the_device(table) -> None:
             dev.close()
             closed.set()
 
+    after: list[str] = []
     dev.add_listener(on_event)
+    dev.add_listener(lambda ev: after.append(ev.kind) if closed.is_set() else None)
     sim.control("lid open")
     assert closed.wait(20)
     with pytest.raises(LinkDown, match="closed"):
         dev.status()
+    time.sleep(0.3)
+    assert after == []  # nothing is delivered once the device is closed, by anyone
 
 
 def test_a_listener_that_exits_does_not_stop_the_events(table) -> None:
