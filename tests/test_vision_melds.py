@@ -194,6 +194,27 @@ def test_a_misread_meld_is_repaired_from_runner_ups_and_flagged() -> None:
     assert any("may be 5p" in n for n in view.notes)
 
 
+@pytest.mark.parametrize(
+    ("spec", "end", "source"), [("5p/ 5p 5p 5p", 3, 3), ("5p 5p 5p 5p/", 0, 1)]
+)
+def test_a_kong_with_an_end_misread_is_a_flagged_kong_not_a_silent_pung(
+    spec: str, end: int, source: int
+) -> None:
+    # a sure pung of three of its tiles outscored the repaired kong, and the misread end was
+    # left over as a loose tile: 花 lost with no flag (194 of 3,000 random seats in a review)
+    reads = row(0, spec)
+    reads[end] = _misread(reads[end], "6p", 0.65, ("5p", 0.30), ("7p", 0.02))
+    view = group_seat(0, reads)
+    (meld,) = view.melds
+    assert meld.key == key("kong", "5555p", source)
+    assert meld.needs_confirmation and "may be 5p" in meld.note
+    assert not view.open_tiles
+    # a sure tile laid a little apart from a pung (a meld's gap) stays a loose tile
+    apart = group_seat(0, row(0, "5p/ 5p 5p | 6p"))
+    assert [m.key for m in apart.melds] == [key("pung", "555p", 3)]
+    assert [t.code for t in apart.open_tiles] == ["6p"]
+
+
 def test_of_two_repairs_the_likelier_runner_up_wins() -> None:
     # a chow 3m/ 4m 5m whose 4m is read as 3m (runner-up 4m 0.40), while the sure 5m carries a
     # faint runner-up 3m: a pung 333m needs the faint one, the chow the likely one
@@ -227,6 +248,20 @@ def test_a_concealed_kongs_back_read_face_up_is_taken_from_its_runner_up() -> No
     (meld,) = group_seat(1, [back, left, right, as_white]).melds
     assert meld.key == key("concealed_kong", "6666s", None)
     assert meld.needs_confirmation and "P (0.52, or back 0.41) may be face down" in meld.note
+
+
+def test_a_concealed_kongs_face_read_as_a_flower_is_taken_from_its_runner_up() -> None:
+    # the kong was lost: a flower 1f, an open 5p and two stray backs, nothing to confirm
+    back, left, right, back2 = row(1, "back 5p 5p back")
+    as_flower = _misread(left, "1f", 0.50, ("5p", 0.35), ("6p", 0.05))
+    view = group_seat(1, [back, as_flower, right, back2])
+    (meld,) = view.melds
+    assert meld.key == key("concealed_kong", "5555p", None)
+    assert meld.needs_confirmation and "1f (0.50, or 5p 0.35) may be 5p (0.35)" in meld.note
+    assert not view.flowers and not view.open_tiles
+    # a sure flower there stays a flower, and no kong is made of it
+    sure = _misread(left, "1f", 0.93, ("5p", 0.05))
+    assert not group_seat(1, [back, sure, right, back2]).melds
 
 
 def test_four_open_tiles_do_not_become_a_kong_on_two_runner_ups() -> None:

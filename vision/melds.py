@@ -39,6 +39,10 @@ TOUCH_FRACTION = 0.5
 """Tiles side by side whose gap is under this fraction of a tile's width are one group."""
 LOOSE_FRACTION = 0.2
 """Inside a group, a gap over this fraction of a tile's width is where one meld may end."""
+TOUCHING_LEFTOVER = 7.0
+"""What a tile left out of every meld costs the reading of its row when it touches a
+neighbour: more than a repaired kong of four tiles scores under a sure pung of three of them
+(30 - 24 = 6), so the flagged kong is read rather than a silent pung beside a loose tile."""
 DEFAULT_TILE_MM = 30.0
 """A tile's width when no tile on the table gives a better measure."""
 
@@ -384,7 +388,9 @@ def _segment(seat: int, cols: Sequence[_Column], unit: float) -> _Candidate | No
     if any(t.read.is_flower for t in tiles) and not _may_be_played(tiles):
         return None
     if not sideways:
-        if n != 4 or stacked or any(t.read.is_flower for t in tiles):
+        # a flower read among a concealed kong's faces is one of them on a likely runner-up
+        # (checked above); read at an end, where the backs lie, it is no kong's
+        if n != 4 or stacked or any(t.read.is_flower for t in (tiles[0], tiles[3])):
             return None
         ends = [_face_down_end(t) for t in (tiles[0], tiles[3])]
         if None in ends:
@@ -492,13 +498,29 @@ def _claimed(
 
 def _concealed_kong(tiles: list[_Tile], inner_gaps: int, end_notes: list[str]) -> _Candidate | None:
     notes: list[str] = list(end_notes)
-    middle = [t.label for t in tiles[1:3] if t.label != BACK]
+    faces = {id(t): t.label for t in tiles[1:3]}
+    flowers = [t for t in tiles[1:3] if t.read.is_flower]
+    if flowers:
+        # the other face says which playing tile the flower read is likeliest to be
+        flower = flowers[0]
+        other = next(t.label for t in tiles[1:3] if t is not flower)
+        options = [
+            (alt == other, p, alt)
+            for alt, p in flower.read.alternatives
+            if 0 <= alt < 34 and _plausible(flower.read, p)
+        ]
+        if not options:
+            return None
+        _, p, alt = max(options)
+        faces[id(flower)] = alt
+        notes.append(f"{flower.read.describe()} may be {label_name(alt)} ({p:.2f})")
+    middle = [faces[id(t)] for t in tiles[1:3] if faces[id(t)] != BACK]
     if end_notes and not (len(middle) == 2 and middle[0] == middle[1] and 0 <= middle[0] < 34):
         # an end read face up is taken for a back only between two faces that agree: four
         # tiles of an open hand must not turn into a kong on two runner-ups
         return None
     labels: list[int] = []
-    per_tile = 6.0 if end_notes else 10.0
+    per_tile = 6.0 if end_notes or flowers else 10.0
     if not middle:
         notes.append("a concealed kong lies face down: say which tile it is")
     elif not 0 <= middle[0] < 34:
@@ -506,8 +528,8 @@ def _concealed_kong(tiles: list[_Tile], inner_gaps: int, end_notes: list[str]) -
         per_tile = 2.0
     else:
         # two faces that differ: the surer one names the kong
-        faces = [t for t in tiles[1:3] if t.label != BACK]
-        labels = [max(faces, key=lambda t: t.read.confidence).label] * 4
+        shown = [t for t in tiles[1:3] if faces[id(t)] != BACK]
+        labels = [faces[id(max(shown, key=lambda t: t.read.confidence))]] * 4
         if len(set(middle)) > 1:
             notes.append(
                 "the concealed kong's face-up tiles differ: "
@@ -551,9 +573,16 @@ def _parse_row(seat: int, cols: list[_Column], unit: float) -> tuple[list[MeldVi
     n = len(cols)
     best: list[float] = [0.0] + [-math.inf] * n
     back: list[tuple[int, _Candidate | None]] = [(0, None)] * (n + 1)
+    gap = LOOSE_FRACTION * unit
     for i in range(1, n + 1):
-        # a column left out of every meld scores nothing
-        best[i], back[i] = best[i - 1], (i - 1, None)
+        # a column left out of every meld scores nothing, unless it touches a neighbour: a
+        # tile laid tight against a meld is likelier that meld's (a kong's end misread) than
+        # a loose one, so a flagged repair that takes it in beats a sure meld that leaves it
+        k = i - 1
+        touches = (k > 0 and cols[k].u0 - cols[k - 1].u1 <= gap) or (
+            k + 1 < n and cols[k + 1].u0 - cols[k].u1 <= gap
+        )
+        best[i], back[i] = best[i - 1] - (TOUCHING_LEFTOVER if touches else 0.0), (i - 1, None)
         for size in (3, 4):
             j = i - size
             if j < 0:
