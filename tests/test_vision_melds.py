@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -386,13 +387,29 @@ def test_the_table_keeps_only_tiles_in_seat_zones() -> None:
 
 def test_a_tile_found_twice_counts_once() -> None:
     reads = row(0, "E/ E E")
-    twice = TileRead(label_from_name("S"), 0.4, np.add(reads[1].quad, (3.0, 6.0)))  # found again
+    # found again, unsure (so flagged, as the recogniser flags any read under 0.6): a ghost
+    twice = TileRead(label_from_name("S"), 0.4, np.add(reads[1].quad, (3.0, 6.0)), True)
     kept = merge_duplicates([*reads, twice])
     assert len(kept) == 3 and twice not in kept
     view = group_table([*reads, twice], Calibration(np.eye(3), (900, 900)))[0]
     assert keys(view) == [key("pung", "EEE", 3)] and not view.notes
     # touching neighbours are never merged
     assert len(merge_duplicates(row(0, "1m 2m 3m 4m 5m", gap=0.0))) == 5
+
+
+def test_two_sure_reads_of_one_tile_that_disagree_are_flagged() -> None:
+    # the chow 4p/ 5p 6p with its 4p read twice, as 7p (0.90) and as 4p (0.85): the 7p was
+    # kept silently, and the chow read as 567p with nothing to confirm
+    four, five, six = row(0, "4p/ 5p 6p")
+    as_seven = replace(four, label=label_from_name("7p"), confidence=0.90)
+    again = replace(four, confidence=0.85, quad=np.add(four.quad, (2.0, 1.0)))
+    merged = merge_duplicates([as_seven, again, five, six])
+    assert len(merged) == 3
+    (kept,) = [r for r in merged if r.label not in (five.label, six.label)]
+    assert kept.label == label_from_name("7p") and kept.needs_confirmation
+    assert kept.alternatives[0] == (label_from_name("4p"), 0.85)
+    (meld,) = group_seat(0, [kept, five, six]).melds
+    assert meld.needs_confirmation
 
 
 TABLE = Calibration(np.eye(3), (900, 900))

@@ -798,7 +798,10 @@ def _split_stack(t: _Tile, span: tuple[float, float], to_plane: np.ndarray) -> l
 
 def merge_duplicates(reads: Sequence[TileRead], tile_mm: float | None = None) -> list[TileRead]:
     """One read per tile: tiles never lie on one another, so two reads whose centres are
-    closer than half a tile's width are the same tile found twice; the surer one is kept."""
+    closer than half a tile's width are the same tile found twice; the surer one is kept,
+    flagged for confirmation with the other's label among its alternatives where the other
+    is sure too and disagrees (a tile at the edge of two seat strips is read twice,
+    independently); an unsure second read, a ghost of the first, is dropped."""
     if not reads:
         return []
     unit = tile_mm or float(np.median([_in_seat(r, np.eye(3)).short for r in reads]))
@@ -807,10 +810,22 @@ def merge_duplicates(reads: Sequence[TileRead], tile_mm: float | None = None) ->
     order = sorted(reads, key=lambda r: -r.confidence)
     centres = np.array([r.centre for r in order])
     kept = np.zeros(len(order), bool)
+    out: dict[int, TileRead] = {}
     for i in range(len(order)):
-        near = np.hypot(*(centres[kept] - centres[i]).T) < 0.5 * unit
-        kept[i] = not near.any()
-    return [r for r, k in zip(order, kept, strict=True) if k]
+        near = np.flatnonzero(kept & (np.hypot(*(centres - centres[i]).T) < 0.5 * unit))
+        if not len(near):
+            kept[i] = True
+            out[i] = order[i]
+            continue
+        # the same tile read as another: the surer read stands, but not silently
+        j, other = int(near[0]), order[i]
+        first = out[j]
+        if other.label != first.label and not other.needs_confirmation:
+            alts = first.alternatives
+            if all(a != other.label for a, _ in alts):
+                alts = ((other.label, other.confidence), *alts)
+            out[j] = replace(first, needs_confirmation=True, alternatives=alts)
+    return [out[i] for i in sorted(out)]
 
 
 def group_table(
