@@ -435,6 +435,17 @@ def test_melds_and_flowers_reaching_past_a_diagonal_stay_whole(seat: int) -> Non
     assert all(v.is_empty and not v.notes for v in views if v.seat != seat)
 
 
+@pytest.mark.parametrize(("spec", "u"), [("1f 2f 3f 4f", 700.0), ("1f 2f", 720.0)])
+def test_a_row_of_flowers_split_evenly_by_a_diagonal_stays_whole(spec: str, u: float) -> None:
+    # half the row past the diagonal: neither part was larger, so seat 1 got two of seat 0's
+    # flowers, with no note; the row lies along seat 0's edge, so it is seat 0's
+    flowers = row(0, spec, u=u, v0=132)
+    half = len(flowers) // 2
+    assert [TABLE.seat_of(r.centre) for r in flowers] == [0] * half + [1] * half
+    views = group_table(flowers, TABLE)
+    assert views[0].flowers == tuple(parse_tiles(spec)) and views[1].is_empty
+
+
 def test_what_two_seats_lay_at_their_corner_stays_theirs() -> None:
     # seat 0's pung ends where seat 1's chow begins, touching in seat 0's eyes
     pung = row(0, "3p 3p/ 3p", u=694)

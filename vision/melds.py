@@ -854,6 +854,12 @@ def group_table(
     return _flag_extra_copies(views)
 
 
+def _lies_along(reads: Sequence[TileRead], to_seat: np.ndarray) -> bool:
+    """Whether tiles' centres spread further along a seat's edge than away from it."""
+    at = apply(to_seat, [r.centre for r in reads])
+    return bool(np.ptp(at[:, 0]) > np.ptp(at[:, 1]))
+
+
 def _across_diagonals(
     per_seat: list[list[TileRead]], geometry: TableGeometry, unit: float
 ) -> list[list[TileRead]]:
@@ -862,7 +868,8 @@ def _across_diagonals(
     A meld at the end of a seat's row may reach past the diagonal, and each tile by its own
     centre would cut it in two. So the tiles are grouped first, by touching in their own
     seat's eyes, and a group goes to a neighbour when, seen from the neighbour, it touches the
-    neighbour's groups and joins them whole, the neighbour's part being the larger, it makes
+    neighbour's groups and joins them whole, the neighbour's part being the larger (or as
+    large, and the tiles lying along the neighbour's edge, not its own), it makes
     no meld on its own side, and it completes one on the neighbour's (or is flowers, which are
     in whichever row they lie). A meld near the corner never moves, nor does a tile or two
     of a meld being laid there: melds of two seats meeting at a corner stay apart.
@@ -896,6 +903,11 @@ def _across_diagonals(
                 ]
                 theirs = [t for g in near for t in g]
                 larger = len(theirs) > max(len(mine), best[0] if best else 0)
+                if not larger and len(theirs) == len(mine) and best is None:
+                    # split evenly: the row is the seat's along whose edge the tiles lie
+                    # (seen from the other seat they would be a column, not a row)
+                    both = [*reads, *(t.read for t in theirs)]
+                    larger = _lies_along(both, frames[k]) and not _lies_along(both, frames[j])
                 if larger and len(_components(mine + theirs, unit)) == 1:
                     best = (len(theirs), k, [t.read for t in theirs])
             if best is None or group_seat(j, reads, geometry, tile_mm=unit).melds:
