@@ -267,8 +267,10 @@ def parse_seat_panel(section: Mapping[str, Any] | None) -> SeatPanelConfig:
     return cfg
 
 
-def load_bridge_config(path: str | Path) -> BridgeConfig:
-    """Read the table config file and parse the bridge's sections (others are left alone)."""
+def load_bridge_config(path: str | Path, *, seat_panel: bool = True) -> BridgeConfig:
+    """Read the table config file and parse the bridge's sections (others are left alone;
+    ``seat_panel=False`` leaves ``[seat_panel]`` alone too, for a serial-only tool, so a
+    wiring mistake there does not stop it talking to the MCU)."""
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -279,5 +281,5 @@ def load_bridge_config(path: str | Path) -> BridgeConfig:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BridgeConfigError(f"{p} is not valid TOML: {exc}") from None
     serial = parse_serial(data.get("serial"))
-    panel = parse_seat_panel(data["seat_panel"]) if "seat_panel" in data else None
+    panel = parse_seat_panel(data["seat_panel"]) if seat_panel and "seat_panel" in data else None
     return BridgeConfig(serial=serial, seat_panel=panel)

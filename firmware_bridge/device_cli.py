@@ -105,7 +105,10 @@ def _port_and_config(args: argparse.Namespace) -> tuple[str, Any]:
     from firmware_bridge.config import SerialConfig, load_bridge_config
     from firmware_bridge.errors import BridgeConfigError
 
-    cfg = load_bridge_config(args.config).serial if args.config else SerialConfig()
+    # the device command talks to the MCU alone: the [seat_panel] section is not its business
+    cfg = (
+        load_bridge_config(args.config, seat_panel=False).serial if args.config else SerialConfig()
+    )
     port = args.port or cfg.port or os.environ.get("MAHJONG_TABLE_PORT")
     if not port:
         raise BridgeConfigError(

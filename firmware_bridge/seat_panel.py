@@ -25,7 +25,7 @@ from typing import Any
 
 from firmware_bridge.config import SeatPanelConfig
 from firmware_bridge.debounce import Debouncer
-from firmware_bridge.errors import PinError
+from firmware_bridge.errors import BridgeConfigError, PinError
 
 __all__ = ["BUTTONS", "SeatPanel", "SeatPress"]
 
@@ -104,7 +104,10 @@ class SeatPanel:
                     except Exception as exc:
                         raise _gpio_error(exc, what) from None
                     self._devices.append(dev)
-                    deb = Debouncer(config.debounce, config.long_press, pressed=dev.is_active)
+                    try:
+                        deb = Debouncer(config.debounce, config.long_press, pressed=dev.is_active)
+                    except ValueError as exc:  # a SeatPanelConfig built in code, unchecked
+                        raise BridgeConfigError(f"seat panel timing: {exc}") from None
                     self._debouncers[(seat, button)] = deb
                     dev.when_activated = self._edge_handler(deb, True)
                     dev.when_deactivated = self._edge_handler(deb, False)
@@ -121,7 +124,7 @@ class SeatPanel:
                 except Exception as exc:
                     raise _gpio_error(exc, f"buzzer ({config.buzzer})") from None
                 self._devices.append(self.buzzer)
-        except PinError:
+        except (PinError, BridgeConfigError):
             self.close()
             raise
         self._stop = threading.Event()

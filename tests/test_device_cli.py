@@ -66,6 +66,9 @@ def test_port_from_config_file_and_environment(sim_mcu, capsys, tmp_path, monkey
     assert run(capsys, "--config", str(cfg), "identify")[0] == 0
     monkeypatch.setenv("MAHJONG_TABLE_PORT", port)
     assert run(capsys, "identify")[0] == 0
+    # a wiring mistake in [seat_panel] does not stop the device command talking to the MCU
+    cfg.write_text(f'[serial]\nport = "{port}"\n[seat_panel]\nnot_a_key = 1\n', encoding="utf-8")
+    assert run(capsys, "--config", str(cfg), "identify")[0] == 0
 
 
 @pytest.mark.parametrize(

@@ -132,6 +132,17 @@ def test_background_thread_uses_the_real_clock(cfg, mock_pins) -> None:
     assert [(p.seat, p.button, p.long) for p in got] == [(1, "confirm", False)]
 
 
+def test_timings_that_cannot_work_are_a_config_error_and_free_the_pins(cfg, mock_pins) -> None:
+    # a SeatPanelConfig built in code reached the debouncer unchecked: a bare ValueError
+    from dataclasses import replace
+
+    from firmware_bridge.errors import BridgeConfigError
+
+    with pytest.raises(BridgeConfigError, match="seat panel timing"):
+        SeatPanel(replace(cfg, debounce=0.9, long_press=0.8), pin_factory=mock_pins)
+    SeatPanel(cfg, pin_factory=mock_pins, poll_interval=None).close()  # every pin is free
+
+
 def test_nothing_is_delivered_or_driven_after_close(cfg, mock_pins) -> None:
     # a second press decided in the same poll reached the listeners after one closed the
     # panel; poll() after close() still delivered; the LEDs raised gpiozero's own error
