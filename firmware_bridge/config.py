@@ -76,7 +76,8 @@ class SeatPins:
 
 @dataclass(frozen=True)
 class SeatPanelConfig:
-    """The GPIO seat panel. Pins are gpiozero pin names (``GPIO17``, ``BOARD11``)."""
+    """The GPIO seat panel. Pins are gpiozero pin names by GPIO number (``GPIO17``); the
+    config file may also say ``17``, ``BCM17``, ``BOARD11`` or ``J8:11``."""
 
     seats: tuple[SeatPins, ...]
     buzzer: str | None = None
@@ -193,23 +194,45 @@ def parse_serial(section: Mapping[str, Any] | None) -> SerialConfig:
     return cfg
 
 
-_GPIO_NAME = re.compile(r"^(?:GPIO|BCM)(\d+)$", re.IGNORECASE)
+_GPIO_NAME = re.compile(r"^(?:GPIO|BCM)?(\d+)$", re.IGNORECASE)
+_HEADER_NAME = re.compile(r"^(?:BOARD|J8:)(\d+)$", re.IGNORECASE)
+_HEADER_GPIO = {
+    3: 2, 5: 3, 7: 4, 8: 14, 10: 15, 11: 17, 12: 18, 13: 27, 15: 22, 16: 23, 18: 24, 19: 10,
+    21: 9, 22: 25, 23: 11, 24: 8, 26: 7, 27: 0, 28: 1, 29: 5, 31: 6, 32: 12, 33: 13, 35: 19,
+    36: 16, 37: 26, 38: 20, 40: 21,
+}  # fmt: skip
+"""The 40-pin header's GPIO pins (physical number: Broadcom GPIO); the others are power and
+ground."""
 
 
 def _pin(value: Any, key: str) -> str:
+    """A pin as gpiozero names it by its GPIO number (``GPIO17``), from any of the names
+    that mean it (17, ``"17"``, ``"BCM17"``, ``"BOARD11"``, ``"J8:11"``), so that one pin
+    given under two names is caught as used twice."""
+    forms = "a GPIO number or a name such as 'GPIO17', 'BCM17', 'BOARD11' or 'J8:11'"
     if isinstance(value, bool):
-        raise _err(key, f"must be a pin number or name such as 'GPIO17', not {value!r}")
+        raise _err(key, f"must be {forms}, not {value!r}")
+    number: int | None = None
     if isinstance(value, int):
-        if not 0 <= value <= 53:
-            raise _err(key, f"GPIO {value} does not exist (0-53)")
-        return f"GPIO{value}"
-    if isinstance(value, str) and value.strip():
+        number = value
+    elif isinstance(value, str) and value.strip():
         text = value.strip()
-        m = _GPIO_NAME.match(text)
-        if m:
-            return f"GPIO{int(m.group(1))}"
-        return text.upper()
-    raise _err(key, f"must be a pin number or name such as 'GPIO17', not {value!r}")
+        if m := _GPIO_NAME.match(text):
+            number = int(m.group(1))
+        elif m := _HEADER_NAME.match(text):
+            physical = int(m.group(1))
+            if not 1 <= physical <= 40:
+                raise _err(key, f"{text}: the header's pins are 1-40")
+            if physical not in _HEADER_GPIO:
+                raise _err(key, f"{text}: header pin {physical} is power or ground, not a GPIO")
+            number = _HEADER_GPIO[physical]
+        else:
+            raise _err(key, f"must be {forms}, not {value!r}")
+    else:
+        raise _err(key, f"must be {forms}, not {value!r}")
+    if not 0 <= number <= 53:
+        raise _err(key, f"GPIO {number} does not exist (0-53)")
+    return f"GPIO{number}"
 
 
 def parse_seat_panel(section: Mapping[str, Any] | None) -> SeatPanelConfig:

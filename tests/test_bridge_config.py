@@ -77,10 +77,34 @@ def _panel(**changes: object) -> dict:
 def test_pin_names_are_normalised() -> None:
     sec = _panel()
     sec["seat"][0]["win"] = "bcm7"
-    sec["seat"][1]["win"] = "BOARD11"
+    sec["seat"][1]["win"] = "BOARD7"  # physical pin 7 is GPIO4
+    sec["seat"][2]["win"] = "J8:8"  # GPIO14
+    sec["seat"][3]["win"] = "18"
     cfg = parse_seat_panel(sec)
-    assert cfg.seats[0].win == "GPIO7"
-    assert cfg.seats[1].win == "BOARD11"
+    assert [s.win for s in cfg.seats] == ["GPIO7", "GPIO4", "GPIO14", "GPIO18"]
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "said"),
+    [
+        # one pin under two names: seat 1's LED is GPIO17, which is the header's pin 11
+        (("seat", 0, "led"), "BOARD11", r"pin GPIO17 is already used by seat_panel\.seat\[0\]"),
+        (("buzzer",), "17", r"pin GPIO17 is already used"),
+        (("buzzer",), "BOARD1", "header pin 1 is power or ground"),
+        (("buzzer",), "J8:41", "the header's pins are 1-40"),
+        (("buzzer",), "banana", "a name such as 'GPIO17'"),
+        (("buzzer",), "GPIO99", "GPIO 99 does not exist"),
+    ],
+)
+def test_a_pin_is_known_whatever_it_is_called(where, value, said) -> None:
+    # BOARD11 beside GPIO17 passed, and gpiozero then blamed the wrong key for "pin in use"
+    sec = _panel()
+    if where[0] == "seat":
+        sec["seat"][where[1]][where[2]] = value
+    else:
+        sec["buzzer"] = value
+    with pytest.raises(BridgeConfigError, match=said):
+        parse_seat_panel(sec)
 
 
 def test_a_pin_used_twice_is_refused_naming_both() -> None:
