@@ -504,3 +504,35 @@ def test_an_added_kong_read_unsteadily_is_still_one_change() -> None:
         changes += table.show_placed(placed, 1, relabel={added: int(wrong)})
     changes += table.show_placed(placed, STABLE)
     assert [c.kind for c in changes] == [ChangeKind.MELD_CHANGED]
+
+
+def test_a_stray_tiles_note_is_kept_once_it_lasts() -> None:
+    # a hand laid open with its 白 read face down settled as eleven tiles and nothing to
+    # confirm: the frame's "face-down tile that is not part of a kong" never reached the
+    # settled view
+    from vision.melds import SeatView
+
+    note = "seat 1: a face-down tile that is not part of a kong"
+    tracker = TableTracker(stable_frames=3, remove_frames=4)
+    plain = tuple(SeatView(seat=k) for k in range(4))
+    stray = (plain[0], SeatView(seat=1, notes=(note,), stray_notes=(note,)), *plain[2:])
+
+    def settled() -> tuple[str, ...]:
+        return tracker.views[1].notes
+
+    for _ in range(2):
+        tracker.update(stray)
+        assert settled() == ()  # one frame's stray read is no reason to ask
+    tracker.update(plain)  # and a miss before it settles starts it again
+    for _ in range(3):
+        tracker.update(stray)
+    assert settled() == (note,) and tracker.views[1].needs_confirmation
+    for _ in range(3):  # hidden under a hand for a while: kept
+        tracker.update(plain)
+    assert settled() == (note,)
+    tracker.update(plain)
+    assert settled() == ()
+    for _ in range(3):
+        tracker.update(stray)
+    tracker.reset()
+    assert settled() == ()

@@ -604,3 +604,14 @@ def test_depths_that_fit_no_tile_change_nothing() -> None:
     backs = row(2, "back 6s 6s back")
     same = settle_orientation(2, backs, [(62.0, 80.0)] * 4)  # face-down tiles keep outlines
     assert np.allclose(same[0].quad, backs[0].quad) and np.allclose(same[3].quad, backs[3].quad)
+
+
+def test_stray_tiles_are_named_in_stray_notes_for_the_tracker() -> None:
+    # a back in a laid-open hand, and a sideways tile in no meld: named without the
+    # confidence, which changes from frame to frame, so the tracker can keep the note
+    view = group_seat(0, row(0, "1m 2m back 4p 5p/ 9s", gap=20.0))
+    assert view.stray_notes == (
+        "seat 0: a face-down tile that is not part of a kong",
+        "seat 0: 5p lies sideways but is not part of a meld",
+    )
+    assert set(view.stray_notes) <= set(view.notes) and view.needs_confirmation

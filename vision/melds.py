@@ -184,6 +184,9 @@ class SeatView:
     ``flowers`` and ``melds`` in the order they lie (left to right as the seat sees them);
     ``open_tiles`` every other face-up tile (the hand laid open after a win); ``notes`` one line
     per thing the players should confirm; ``reads`` every tile found in the seat's zone.
+    ``stray_notes`` are those of ``notes`` about tiles that no flower, meld or open tile
+    holds, or holds as it should (a face-down tile not part of a kong, a sideways tile in no
+    meld): the tracker keeps the ones that last.
     """
 
     seat: int
@@ -194,6 +197,7 @@ class SeatView:
     reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
     flower_reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
     open_reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
+    stray_notes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def needs_confirmation(self) -> bool:
@@ -627,6 +631,7 @@ def group_seat(
     tiles = [_in_seat(r, to_seat) for r in reads]
     unit = tile_mm or (float(np.median([t.short for t in tiles])) if tiles else DEFAULT_TILE_MM)
     notes: list[str] = []
+    stray: list[str] = []
     # a flower read with a playing tile as runner-up may be a meld's tile misread (a claimed
     # 5p read as 1f): it goes into the rows with the rest, and back to the flowers unless a
     # meld takes it
@@ -653,11 +658,16 @@ def group_seat(
                 if t.read.is_flower:
                     flowers.append(t)
                 elif t.label == BACK:
-                    notes.append(f"seat {seat}: a face-down tile that is not part of a kong")
+                    stray.append(f"seat {seat}: a face-down tile that is not part of a kong")
+                    notes.append(stray[-1])
                 elif t.sideways:
-                    notes.append(
-                        f"seat {seat}: {t.read.describe()} lies sideways but is not part of a meld"
+                    # named without its confidence, which moves from frame to frame: the
+                    # tracker keeps the note only once it has lasted
+                    stray.append(
+                        f"seat {seat}: {label_name(t.label)} lies sideways but is not part of "
+                        "a meld"
                     )
+                    notes.append(stray[-1])
                     open_tiles.append(t)
                 else:
                     open_tiles.append(t)
@@ -680,6 +690,7 @@ def group_seat(
         melds=tuple(melds),
         open_tiles=tuple(Tile(t.label) for t in open_tiles),
         notes=tuple(notes),
+        stray_notes=tuple(stray),
         reads=tuple(reads),
         flower_reads=tuple(f.read for f in flowers),
         open_reads=tuple(t.read for t in open_tiles),

@@ -312,10 +312,13 @@ class TableTracker:
         self.match_mm = float(match_mm)
         self.frame = -1
         self._tracks: list[list[_Track]] = [[] for _ in range(SEATS)]
+        # each seat's notes about stray tiles: {note: [frames seen, frames missed since]}
+        self._stray: list[dict[str, list[int]]] = [{} for _ in range(SEATS)]
 
     def reset(self) -> None:
         """Forget everything: a new hand starts on a cleared table."""
         self._tracks = [[] for _ in range(SEATS)]
+        self._stray = [{} for _ in range(SEATS)]
 
     # -- the stable table ----------------------------------------------------------------------
 
@@ -352,6 +355,8 @@ class TableTracker:
         for t in opens:
             if t.needs_confirmation:
                 notes.append(f"seat {seat}: unsure of an open tile, {t.value.describe()}")
+        stray = [n for n, (seen, _) in self._stray[seat].items() if seen >= self.stable_frames]
+        notes += stray
         reads: list[TileRead] = []
         for t in tracks:
             reads += list(t.value.reads) if isinstance(t.value, MeldView) else [t.value]
@@ -364,6 +369,7 @@ class TableTracker:
             reads=tuple(reads),
             flower_reads=tuple(t.value for t in flowers),  # type: ignore[misc]
             open_reads=tuple(t.value for t in opens),  # type: ignore[misc]
+            stray_notes=tuple(stray),
         )
 
     # -- one frame -----------------------------------------------------------------------------
@@ -387,6 +393,7 @@ class TableTracker:
         changes: list[TableChange] = []
         for view in views:
             changes += self._update_seat(view, seen, is_bare)
+            self._update_stray(view)
         return changes
 
     def _observations(self, view: SeatView) -> list[tuple[str, Any, MeldView | TileRead]]:
@@ -436,6 +443,20 @@ class TableTracker:
         # forget readings that never settled
         self._tracks[seat] = [t for t in tracks if t.confirmed or t.missed < self.forget_frames]
         return changes
+
+    def _update_stray(self, view: SeatView) -> None:
+        # a stray tile's note (a face-down tile in no kong, a sideways one in no meld) is
+        # kept like a tile: once seen for stable_frames, until missed for remove_frames, so
+        # a hand laid open with 白 read face down is not settled as if nothing were amiss
+        stray = self._stray[view.seat]
+        for note in set(view.stray_notes):
+            counts = stray.setdefault(note, [0, 0])
+            counts[0] += 1
+            counts[1] = 0
+        for note in [n for n in stray if n not in view.stray_notes]:
+            stray[note][1] += 1
+            if stray[note][1] >= self.remove_frames or stray[note][0] < self.stable_frames:
+                del stray[note]
 
     def _hidden(self, quad: np.ndarray, seen: np.ndarray, is_bare: BareTest | None) -> bool:
         """Whether a place cannot be seen: some part of it that no seen tile covers is not
