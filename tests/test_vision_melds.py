@@ -446,6 +446,20 @@ def test_a_row_of_flowers_split_evenly_by_a_diagonal_stays_whole(spec: str, u: f
     assert views[0].flowers == tuple(parse_tiles(spec)) and views[1].is_empty
 
 
+@pytest.mark.parametrize(
+    ("spec", "u", "want"),
+    [("5p 5p 5p 5p/", 735.0, ("kong", "5555p", 1)), ("3p 3p 3p/", 755.0, ("pung", "333p", 1))],
+)
+def test_a_meld_two_tiles_past_a_diagonal_stays_whole(spec: str, u: float, want) -> None:
+    # seen from the neighbour, the tiles past the diagonal are a column of single tiles, and
+    # none alone completed a meld there: the kong was two open tiles at each seat
+    reads = row(0, spec, u=u, v0=80)
+    assert [TABLE.seat_of(r.centre) for r in reads][-2:] == [1, 1]
+    views = group_table(reads, TABLE)
+    assert keys(views[0]) == [key(*want)] and views[0].open_tiles == ()
+    assert views[1].is_empty and not views[1].notes
+
+
 def test_what_two_seats_lay_at_their_corner_stays_theirs() -> None:
     # seat 0's pung ends where seat 1's chow begins, touching in seat 0's eyes
     pung = row(0, "3p 3p/ 3p", u=694)

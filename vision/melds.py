@@ -858,11 +858,25 @@ def group_table(
     if tile_mm is None and all_reads:
         tile_mm = float(np.median([_in_seat(r, np.eye(3)).short for r in all_reads]))
     unit = tile_mm or DEFAULT_TILE_MM
-    per_seat = _across_diagonals(per_seat, calibration.geometry, unit)
+    # a meld two tiles past the diagonal is two groups seen from the neighbour (a column
+    # there): the tile next to the row goes first, then the one beyond it
+    for _ in range(3):
+        moved = _across_diagonals(per_seat, calibration.geometry, unit)
+        if [len(rs) for rs in moved] == [len(rs) for rs in per_seat]:
+            break
+        per_seat = moved
     views = tuple(
         group_seat(k, per_seat[k], calibration.geometry, tile_mm=tile_mm) for k in range(SEATS)
     )
     return _flag_extra_copies(views)
+
+
+def _in_row_band(mine: Sequence[_Tile], theirs: Sequence[_Tile], unit: float) -> bool:
+    """Whether every tile of ``mine`` lies in the band of ``theirs``'s row: as far from the
+    seat's edge as its tiles' centres, within half a tile (both in that seat's frame)."""
+    low = min(t.v for t in theirs) - 0.5 * unit
+    high = max(t.v for t in theirs) + 0.5 * unit
+    return all(low <= t.v <= high for t in mine)
 
 
 def _lies_along(reads: Sequence[TileRead], to_seat: np.ndarray) -> bool:
@@ -898,7 +912,8 @@ def _across_diagonals(
         for group in groups[j]:
             reads = [t.read for t in group]
             mine_at = np.array([r.centre for r in reads])
-            best: tuple[int, int, list[TileRead]] | None = None  # (how many joined, whose, which)
+            # (how many joined, whose, which, whether the group continues their row)
+            best: tuple[int, int, list[TileRead], bool] | None = None
             for k in ((j + 1) % SEATS, (j + 3) % SEATS):
                 if not len(centres[k]):
                     continue
@@ -913,22 +928,29 @@ def _across_diagonals(
                     if any(_touching(a, b, unit) for a in mine for b in groups[k][i])
                 ]
                 theirs = [t for g in near for t in g]
+                # tiles in the band of the neighbour's row, the row lying along its edge,
+                # continue it (seen from their own seat they would be a column, not a row)
+                both = [*reads, *(t.read for t in theirs)]
+                continues = (
+                    bool(theirs)
+                    and _in_row_band(mine, theirs, unit)
+                    and _lies_along(both, frames[k])
+                    and not _lies_along(both, frames[j])
+                )
                 larger = len(theirs) > max(len(mine), best[0] if best else 0)
-                if not larger and len(theirs) == len(mine) and best is None:
-                    # split evenly: the row is the seat's along whose edge the tiles lie
-                    # (seen from the other seat they would be a column, not a row)
-                    both = [*reads, *(t.read for t in theirs)]
-                    larger = _lies_along(both, frames[k]) and not _lies_along(both, frames[j])
-                if larger and len(_components(mine + theirs, unit)) == 1:
-                    best = (len(theirs), k, [t.read for t in theirs])
+                if (larger or (continues and best is None)) and len(
+                    _components(mine + theirs, unit)
+                ) == 1:
+                    best = (len(theirs), k, [t.read for t in theirs], continues)
             if best is None or group_seat(j, reads, geometry, tile_mm=unit).melds:
                 continue
-            _, k, theirs_reads = best
-            # what goes over must complete a meld there (or be flowers, which are whoever's
-            # row they lie in): a tile or two of a meld being laid at a corner stay put
+            _, k, theirs_reads, continues = best
+            # what goes over must complete a meld there, continue its row, or be flowers
+            # (which are whoever's row they lie in): a tile or two of a meld being laid at a
+            # corner stay put
             before = group_seat(k, theirs_reads, geometry, tile_mm=unit).melds
             after = group_seat(k, theirs_reads + reads, geometry, tile_mm=unit).melds
-            if len(after) > len(before) or all(r.is_flower for r in reads):
+            if len(after) > len(before) or continues or all(r.is_flower for r in reads):
                 moves.append((j, k, reads))
     out = [list(rs) for rs in per_seat]
     for j, k, reads in moves:
