@@ -460,6 +460,44 @@ def test_a_meld_two_tiles_past_a_diagonal_stays_whole(spec: str, u: float, want)
     assert views[1].is_empty and not views[1].notes
 
 
+@pytest.mark.parametrize(
+    ("mine", "theirs", "want"),
+    [
+        # each seat's meld one tile past the diagonal: they must not swap tiles
+        (("E/ E E", 659.9, 136.9), ("9m 9m/ 9m", 61.5, 77.0), ("EEE", "999m")),
+        (("3p 3p/ 3p", 663.0, 133.2), ("4m/ 5m 6m", 49.2, 64.0), ("333p", "456m")),
+        (("5p 5p 5p/", 766.3, 61.3), ("4m/ 5m 6m", 111.6, 85.5), ("555p", "456m")),
+        (("E E E/", 725.9, 79.4), ("back", 37.0, 76.3), ("EEE", None)),
+        # one tile being laid at the corner stays with its seat
+        (("3p 3p/ 3p", 694.0, 62.0), ("4m/", 75.0, 62.0), ("333p", None)),
+        (("3p 3p/ 3p", 694.0, 62.0), ("5m", 75.0, 62.0), ("333p", None)),
+    ],
+)
+def test_melds_meeting_at_a_corner_are_not_broken_up(mine, theirs, want) -> None:
+    # a review of the first 'continues the row' rule: it broke these up or swapped tiles
+    reads = row(0, mine[0], u=mine[1], v0=mine[2]) + row(1, theirs[0], u=theirs[1], v0=theirs[2])
+    views = group_table(reads, TABLE)
+    assert ["".join(t.code for t in m.tiles) for m in views[0].melds] == [
+        "".join(t.code for t in parse_tiles(want[0]))
+    ]
+    if want[1] is None:
+        assert not views[1].melds
+    else:
+        assert ["".join(t.code for t in m.tiles) for m in views[1].melds] == [
+            "".join(t.code for t in parse_tiles(want[1]))
+        ]
+
+
+def test_a_sure_tile_against_a_pung_is_not_taken_into_a_kong_on_a_long_shot() -> None:
+    # every read lists three runner-ups: a sure 6p with 5p at 0.005 laid tight against a pung
+    # of 5p (a winner's hand beside their melds) stays a 6p
+    reads = row(0, "5p/ 5p 5p 6p 7p 8p")
+    reads[3] = _misread(reads[3], "6p", 0.99, ("5p", 0.005))
+    view = group_seat(0, reads)
+    assert keys(view) == [key("pung", "555p", 3)]
+    assert [t.code for t in view.open_tiles] == ["6p", "7p", "8p"]
+
+
 def test_what_two_seats_lay_at_their_corner_stays_theirs() -> None:
     # seat 0's pung ends where seat 1's chow begins, touching in seat 0's eyes
     pung = row(0, "3p 3p/ 3p", u=694)

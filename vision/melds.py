@@ -39,10 +39,6 @@ TOUCH_FRACTION = 0.5
 """Tiles side by side whose gap is under this fraction of a tile's width are one group."""
 LOOSE_FRACTION = 0.2
 """Inside a group, a gap over this fraction of a tile's width is where one meld may end."""
-TOUCHING_LEFTOVER = 7.0
-"""What a tile left out of every meld costs the reading of its row when it touches a
-neighbour: more than a repaired kong of four tiles scores under a sure pung of three of them
-(30 - 24 = 6), so the flagged kong is read rather than a silent pung beside a loose tile."""
 DEFAULT_TILE_MM = 30.0
 """A tile's width when no tile on the table gives a better measure."""
 
@@ -368,6 +364,10 @@ def _repair(
         for alt, p in t.read.alternatives:
             if t.read.is_flower and not _plausible(t.read, p):
                 continue  # a flower is taken for a meld's tile only on a likely runner-up
+            if kind in (MeldKind.KONG, MeldKind.ADDED_KONG) and p < PLAUSIBLE_RUNNER_UP:
+                # a kong of four may take in a tile laid against a pung: only on a runner-up
+                # that is no long shot (every read lists three, however sure it is)
+                continue
             trial = [*labels[:i], alt, *labels[i + 1 :]]
             if _valid(kind, trial, source):
                 gain = p / max(t.read.confidence, 1e-6)
@@ -577,16 +577,9 @@ def _parse_row(seat: int, cols: list[_Column], unit: float) -> tuple[list[MeldVi
     n = len(cols)
     best: list[float] = [0.0] + [-math.inf] * n
     back: list[tuple[int, _Candidate | None]] = [(0, None)] * (n + 1)
-    gap = LOOSE_FRACTION * unit
     for i in range(1, n + 1):
-        # a column left out of every meld scores nothing, unless it touches a neighbour: a
-        # tile laid tight against a meld is likelier that meld's (a kong's end misread) than
-        # a loose one, so a flagged repair that takes it in beats a sure meld that leaves it
-        k = i - 1
-        touches = (k > 0 and cols[k].u0 - cols[k - 1].u1 <= gap) or (
-            k + 1 < n and cols[k + 1].u0 - cols[k].u1 <= gap
-        )
-        best[i], back[i] = best[i - 1] - (TOUCHING_LEFTOVER if touches else 0.0), (i - 1, None)
+        # a column left out of every meld scores nothing
+        best[i], back[i] = best[i - 1], (i - 1, None)
         for size in (3, 4):
             j = i - size
             if j < 0:
@@ -600,7 +593,7 @@ def _parse_row(seat: int, cols: list[_Column], unit: float) -> tuple[list[MeldVi
                 score += 1.0
             if score > best[i]:
                 best[i], back[i] = score, (j, cand)
-    melds: list[MeldView] = []
+    chosen: list[tuple[int, int, _Candidate]] = []
     loose: list[int] = []
     i = n
     while i > 0:
@@ -608,11 +601,44 @@ def _parse_row(seat: int, cols: list[_Column], unit: float) -> tuple[list[MeldVi
         if cand is None:
             loose.append(i - 1)
         else:
-            melds.append(cand.view)
+            chosen.append((j, i, cand))
         i = j
-    melds.reverse()
+    chosen.reverse()
     loose.reverse()
-    return melds, loose
+    chosen, loose = _kongs_with_a_misread_end(seat, cols, unit, chosen, loose)
+    return [c.view for _, _, c in chosen], loose
+
+
+def _kongs_with_a_misread_end(
+    seat: int,
+    cols: list[_Column],
+    unit: float,
+    chosen: list[tuple[int, int, _Candidate]],
+    loose: list[int],
+) -> tuple[list[tuple[int, int, _Candidate]], list[int]]:
+    """A claimed kong whose end tile is misread reads as a sure pung beside a loose tile
+    (three sure tiles outscore four with one repaired), losing the kong's 花 silently. A
+    loose tile laid tight against a pung's end that the pung's tiles make a legal kong with,
+    on its likely runner-up, is taken in: a kong, flagged with the change."""
+    gap = LOOSE_FRACTION * unit
+    out = list(chosen)
+    free = set(loose)
+    for n, (j, i, cand) in enumerate(out):
+        if cand.view.kind is not MeldKind.PUNG:
+            continue
+        for lo, hi, end in ((j, i + 1, i), (j - 1, i, j - 1)):
+            if end not in free or lo < 0 or hi > len(cols):
+                continue
+            ends = (cols[i].u0 - cols[i - 1].u1) if end == i else (cols[j].u0 - cols[j - 1].u1)
+            if ends > gap:
+                continue  # a meld's gap apart: a tile of its own
+            kong = _segment(seat, cols[lo:hi], unit)
+            if kong is None or kong.view.meld is None or kong.view.kind is not MeldKind.KONG:
+                continue
+            out[n] = (lo, hi, kong)
+            free.discard(end)
+            break
+    return out, sorted(free)
 
 
 def group_seat(
@@ -858,13 +884,7 @@ def group_table(
     if tile_mm is None and all_reads:
         tile_mm = float(np.median([_in_seat(r, np.eye(3)).short for r in all_reads]))
     unit = tile_mm or DEFAULT_TILE_MM
-    # a meld two tiles past the diagonal is two groups seen from the neighbour (a column
-    # there): the tile next to the row goes first, then the one beyond it
-    for _ in range(3):
-        moved = _across_diagonals(per_seat, calibration.geometry, unit)
-        if [len(rs) for rs in moved] == [len(rs) for rs in per_seat]:
-            break
-        per_seat = moved
+    per_seat = _across_diagonals(per_seat, calibration.geometry, unit)
     views = tuple(
         group_seat(k, per_seat[k], calibration.geometry, tile_mm=tile_mm) for k in range(SEATS)
     )
@@ -912,8 +932,7 @@ def _across_diagonals(
         for group in groups[j]:
             reads = [t.read for t in group]
             mine_at = np.array([r.centre for r in reads])
-            # (how many joined, whose, which, whether the group continues their row)
-            best: tuple[int, int, list[TileRead], bool] | None = None
+            best: tuple[int, int, list[TileRead]] | None = None  # (how many joined, whose, which)
             for k in ((j + 1) % SEATS, (j + 3) % SEATS):
                 if not len(centres[k]):
                     continue
@@ -928,35 +947,89 @@ def _across_diagonals(
                     if any(_touching(a, b, unit) for a in mine for b in groups[k][i])
                 ]
                 theirs = [t for g in near for t in g]
-                # tiles in the band of the neighbour's row, the row lying along its edge,
-                # continue it (seen from their own seat they would be a column, not a row)
-                both = [*reads, *(t.read for t in theirs)]
-                continues = (
-                    bool(theirs)
-                    and _in_row_band(mine, theirs, unit)
-                    and _lies_along(both, frames[k])
-                    and not _lies_along(both, frames[j])
-                )
                 larger = len(theirs) > max(len(mine), best[0] if best else 0)
-                if (larger or (continues and best is None)) and len(
-                    _components(mine + theirs, unit)
-                ) == 1:
-                    best = (len(theirs), k, [t.read for t in theirs], continues)
+                both = [*reads, *(t.read for t in theirs)]
+                if (
+                    not larger
+                    and len(theirs) == len(mine)
+                    and best is None
+                    and all(r.is_flower for r in both)
+                ):
+                    # a row of flowers split evenly: it is the seat's along whose edge the
+                    # flowers lie (seen from the other seat they would be a column, not a row)
+                    larger = _lies_along(both, frames[k]) and not _lies_along(both, frames[j])
+                if larger and len(_components(mine + theirs, unit)) == 1:
+                    best = (len(theirs), k, [t.read for t in theirs])
             if best is None or group_seat(j, reads, geometry, tile_mm=unit).melds:
                 continue
-            _, k, theirs_reads, continues = best
-            # what goes over must complete a meld there, continue its row, or be flowers
-            # (which are whoever's row they lie in): a tile or two of a meld being laid at a
-            # corner stay put
+            _, k, theirs_reads = best
+            # what goes over must complete a meld there (or be flowers, which are whoever's
+            # row they lie in): a tile or two of a meld being laid at a corner stay put
             before = group_seat(k, theirs_reads, geometry, tile_mm=unit).melds
             after = group_seat(k, theirs_reads + reads, geometry, tile_mm=unit).melds
-            if len(after) > len(before) or continues or all(r.is_flower for r in reads):
+            if len(after) > len(before) or all(r.is_flower for r in reads):
                 moves.append((j, k, reads))
     out = [list(rs) for rs in per_seat]
     for j, k, reads in moves:
         ids = {id(r) for r in reads}
         out[j] = [r for r in out[j] if id(r) not in ids]
         out[k] += reads
+    return _rows_continued(out, geometry, unit)
+
+
+def _legal_melds(view: SeatView) -> int:
+    return sum(m.meld is not None for m in view.melds)
+
+
+def _rows_continued(
+    per_seat: list[list[TileRead]], geometry: TableGeometry, unit: float
+) -> list[list[TileRead]]:
+    """Seats' tiles with a row's far end given back to it: a meld two tiles past the
+    diagonal is, seen from the neighbour, a column of single tiles, none of which completes
+    the meld alone. The neighbour's tiles in the row's band (as far from the row's edge,
+    within half a tile) that join it are taken together, and go over when they complete a
+    meld there (or are flowers), take no meld from their own seat, and lie along the row's
+    edge rather than their own."""
+    frames = [geometry.plane_to_seat(k) for k in range(SEATS)]
+    out = [list(rs) for rs in per_seat]
+    for k in range(SEATS):
+        for row in _components([_in_seat(r, frames[k]) for r in out[k]], unit):
+            for j in ((k + 1) % SEATS, (k + 3) % SEATS):
+                band = [
+                    t
+                    for t in (_in_seat(r, frames[k]) for r in out[j])
+                    if _in_row_band([t], row, unit)
+                ]
+                taken: list[_Tile] = []
+                grown = True
+                while grown:  # the band's tiles joined to the row, one touching the next
+                    grown = False
+                    for t in band:
+                        if all(t is not x for x in taken) and any(
+                            _touching(t, b, unit) for b in [*row, *taken]
+                        ):
+                            taken.append(t)
+                            grown = True
+                if not taken:
+                    continue
+                reads = [t.read for t in taken]
+                rows = [t.read for t in row]
+                ids = {id(r) for r in reads}
+                rest = [r for r in out[j] if id(r) not in ids]
+                if not _lies_along([*rows, *reads], frames[k]) or _lies_along(
+                    [*rows, *reads], frames[j]
+                ):
+                    continue
+                if len(group_seat(j, rest, geometry, tile_mm=unit).melds) < len(
+                    group_seat(j, out[j], geometry, tile_mm=unit).melds
+                ):
+                    continue  # it would take a meld from its own seat, legal or not
+                before = _legal_melds(group_seat(k, rows, geometry, tile_mm=unit))
+                after = _legal_melds(group_seat(k, [*rows, *reads], geometry, tile_mm=unit))
+                flowers = all(r.is_flower for r in [*rows, *reads])  # a row of flowers
+                if after > before or flowers:
+                    out[j] = rest
+                    out[k] += reads
     return out
 
 
