@@ -498,6 +498,39 @@ def test_a_sure_tile_against_a_pung_is_not_taken_into_a_kong_on_a_long_shot() ->
     assert [t.code for t in view.open_tiles] == ["6p", "7p", "8p"]
 
 
+@pytest.mark.parametrize(
+    ("mine", "theirs"),
+    [
+        # seat 1's own flower laid tight at the end of seat 0's row past the diagonal
+        (("1f 2f 3f", 701.9, 130.3), ("5f", 126.4, 65.8)),
+        # two rows of flowers meeting at right angles, each wholly in its own zone
+        (("3f 4f 5f", 676.0, 84.7), ("6f 7f 8f", 96.9, 78.3)),
+    ],
+)
+def test_each_seat_keeps_its_own_flowers_at_a_corner(mine, theirs) -> None:
+    # a review of the first rework: both went to seat 0
+    reads = row(0, mine[0], u=mine[1], v0=mine[2]) + row(1, theirs[0], u=theirs[1], v0=theirs[2])
+    views = group_table(reads, TABLE)
+    assert views[0].flowers == tuple(parse_tiles(mine[0]))
+    assert views[1].flowers == tuple(parse_tiles(theirs[0]))
+
+
+def test_a_kong_takes_the_likelier_end_and_not_a_likely_tile() -> None:
+    # a kong 7p 7p/ 7p 7p whose left end reads 6p (7p 0.35), with an 8p (7p only 0.12) laid
+    # tight on the right: the kong takes its own end, not the 8p, and says whom it came from
+    reads = row(0, "7p 7p/ 7p 7p 8p")
+    reads[0] = _misread(reads[0], "6p", 0.62, ("7p", 0.35))
+    reads[4] = _misread(reads[4], "8p", 0.80, ("7p", 0.12))
+    view = group_seat(0, reads)
+    assert keys(view) == [key("kong", "7777p", 2)] and [t.code for t in view.open_tiles] == ["8p"]
+    (meld,) = view.melds
+    assert "6p (0.62, or 7p 0.35) may be 7p" in meld.note and "claimed from seat 2" in meld.note
+    # a hand tile against a pung, its runner-up the pung's tile but far less likely, stays
+    hand = row(0, "5p 5p/ 5p 6p")
+    hand[3] = _misread(hand[3], "6p", 0.80, ("5p", 0.12))
+    assert keys(group_seat(0, hand)) == [key("pung", "555p", 2)]
+
+
 def test_what_two_seats_lay_at_their_corner_stays_theirs() -> None:
     # seat 0's pung ends where seat 1's chow begins, touching in seat 0's eyes
     pung = row(0, "3p 3p/ 3p", u=694)

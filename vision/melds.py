@@ -430,6 +430,9 @@ def _segment(seat: int, cols: Sequence[_Column], unit: float) -> _Candidate | No
     return best
 
 
+KONG_END_GAIN = 1 / 3
+"""How likely, beside what it was read as, the pung's tile must be among a loose tile's
+runner-ups for the tile laid tight against the pung to be taken for the kong's fourth."""
 PLAUSIBLE_RUNNER_UP = 0.1
 """How likely a runner-up must be for it to stand in for an unsure read that would otherwise
 leave a flower a flower or a face-up tile face up (see :func:`_plausible`)."""
@@ -624,20 +627,38 @@ def _kongs_with_a_misread_end(
     out = list(chosen)
     free = set(loose)
     for n, (j, i, cand) in enumerate(out):
-        if cand.view.kind is not MeldKind.PUNG:
+        if cand.view.kind is not MeldKind.PUNG or not cand.view.tiles:
             continue
+        label = int(cand.view.tiles[0])
+        options = []
         for lo, hi, end in ((j, i + 1, i), (j - 1, i, j - 1)):
-            if end not in free or lo < 0 or hi > len(cols):
+            if end not in free or lo < 0 or hi > len(cols) or len(cols[end].tiles) != 1:
                 continue
             ends = (cols[i].u0 - cols[i - 1].u1) if end == i else (cols[j].u0 - cols[j - 1].u1)
             if ends > gap:
                 continue  # a meld's gap apart: a tile of its own
+            read = cols[end].tiles[0].read
+            # the pung's tile must be a likely reading of it, not the long shot every read
+            # lists: at least a third as likely as what it was read as
+            p = max((q for alt, q in read.alternatives if alt == label), default=0.0)
+            gain = p / max(read.confidence, 1e-6)
+            if gain < KONG_END_GAIN:
+                continue
             kong = _segment(seat, cols[lo:hi], unit)
             if kong is None or kong.view.meld is None or kong.view.kind is not MeldKind.KONG:
                 continue
-            out[n] = (lo, hi, kong)
-            free.discard(end)
-            break
+            options.append((gain, lo, hi, end, kong))
+        if not options:
+            continue
+        # of both ends, the likelier change (as a repair keeps the likeliest runner-up)
+        _, lo, hi, end, kong = max(options, key=lambda o: o[0])
+        if kong.view.source != cand.view.source:
+            note = f"{kong.view.note}; claimed from seat {kong.view.source}, not seat " + (
+                f"{cand.view.source} as the pung alone reads"
+            )
+            kong = _Candidate(replace(kong.view, note=note), kong.score)
+        out[n] = (lo, hi, kong)
+        free.discard(end)
     return out, sorted(free)
 
 
@@ -956,8 +977,14 @@ def _across_diagonals(
                     and all(r.is_flower for r in both)
                 ):
                     # a row of flowers split evenly: it is the seat's along whose edge the
-                    # flowers lie (seen from the other seat they would be a column, not a row)
-                    larger = _lies_along(both, frames[k]) and not _lies_along(both, frames[j])
+                    # flowers lie (seen from the other seat they would be a column, not a
+                    # row), when they lie in that row's band: two rows meeting at a corner
+                    # at right angles stay apart
+                    larger = (
+                        _in_row_band(mine, theirs, unit)
+                        and _lies_along(both, frames[k])
+                        and not _lies_along(both, frames[j])
+                    )
                 if larger and len(_components(mine + theirs, unit)) == 1:
                     best = (len(theirs), k, [t.read for t in theirs])
             if best is None or group_seat(j, reads, geometry, tile_mm=unit).melds:
@@ -988,8 +1015,8 @@ def _rows_continued(
     diagonal is, seen from the neighbour, a column of single tiles, none of which completes
     the meld alone. The neighbour's tiles in the row's band (as far from the row's edge,
     within half a tile) that join it are taken together, and go over when they complete a
-    meld there (or are flowers), take no meld from their own seat, and lie along the row's
-    edge rather than their own."""
+    legal meld there, take no meld from their own seat, and lie along the row's edge rather
+    than their own."""
     frames = [geometry.plane_to_seat(k) for k in range(SEATS)]
     out = [list(rs) for rs in per_seat]
     for k in range(SEATS):
@@ -1026,8 +1053,9 @@ def _rows_continued(
                     continue  # it would take a meld from its own seat, legal or not
                 before = _legal_melds(group_seat(k, rows, geometry, tile_mm=unit))
                 after = _legal_melds(group_seat(k, [*rows, *reads], geometry, tile_mm=unit))
-                flowers = all(r.is_flower for r in [*rows, *reads])  # a row of flowers
-                if after > before or flowers:
+                # (flowers never: a seat's own flower laid at the corner looks the same as a
+                # row's tail, and _across_diagonals already gives back a row's tail)
+                if after > before:
                     out[j] = rest
                     out[k] += reads
     return out
