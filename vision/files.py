@@ -75,14 +75,13 @@ def why_not_writable(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
-"""The file endings a picture is written as."""
-
-
 def check_picture_name(path: str | os.PathLike[str]) -> None:
-    """:class:`ValueError` unless ``path`` names a picture :func:`write_picture` can write."""
+    """:class:`ValueError` unless ``path`` names a picture :func:`write_picture` can write:
+    one of the endings the cameras read as still images."""
+    from vision.camera import IMAGE_SUFFIXES
+
     suffix = Path(path).suffix.lower()
-    if suffix not in PICTURE_SUFFIXES:
+    if suffix not in IMAGE_SUFFIXES:
         raise ValueError(f"cannot write a picture as {Path(path).name!r}: name it .png or .jpg")
 
 

@@ -37,6 +37,8 @@ from vision.labels import BACK, NUM_LABELS, label_name
 
 TOUCH_FRACTION = 0.5
 """Tiles side by side whose gap is under this fraction of a tile's width are one group."""
+REACH = 4.0
+"""In tile widths: two tiles whose centres lie further apart than this cannot touch."""
 LOOSE_FRACTION = 0.2
 """Inside a group, a gap over this fraction of a tile's width is where one meld may end."""
 DEFAULT_TILE_MM = 30.0
@@ -934,8 +936,8 @@ def _across_diagonals(
     A meld at the end of a seat's row may reach past the diagonal, and each tile by its own
     centre would cut it in two. So the tiles are grouped first, by touching in their own
     seat's eyes, and a group goes to a neighbour when, seen from the neighbour, it touches the
-    neighbour's groups and joins them whole, the neighbour's part being the larger (or as
-    large, and the tiles lying along the neighbour's edge, not its own), it makes
+    neighbour's groups and joins them whole, the neighbour's part being the larger (for a row
+    of flowers, or as large, in its band and along its edge, not its own), it makes
     no meld on its own side, and it completes one on the neighbour's (or is flowers, which are
     in whichever row they lie). A meld near the corner never moves, nor does a tile or two
     of a meld being laid there: melds of two seats meeting at a corner stay apart.
@@ -947,14 +949,14 @@ def _across_diagonals(
     # every seat's tile centres, and which of its groups each is in
     centres = [np.array([t.read.centre for g in gs for t in g]).reshape(-1, 2) for gs in groups]
     owner = [np.array([i for i, g in enumerate(gs) for _ in g], int) for gs in groups]
-    reach = 4.0 * unit  # further apart than this, two tiles' centres cannot touch
+    reach = REACH * unit
     moves: list[tuple[int, int, list[TileRead]]] = []
     for j in range(SEATS):
         for group in groups[j]:
             reads = [t.read for t in group]
             mine_at = np.array([r.centre for r in reads])
             best: tuple[int, int, list[TileRead]] | None = None  # (how many joined, whose, which)
-            for k in ((j + 1) % SEATS, (j + 3) % SEATS):
+            for k in _neighbours(j):
                 if not len(centres[k]):
                     continue
                 apart = np.hypot(*(centres[k][:, None, :] - mine_at[None, :, :]).T)
@@ -1019,14 +1021,27 @@ def _rows_continued(
     than their own."""
     frames = [geometry.plane_to_seat(k) for k in range(SEATS)]
     out = [list(rs) for rs in per_seat]
+    reach = 2 * REACH * unit  # a row's tail is at most a meld's length
     for k in range(SEATS):
+        if not out[k]:
+            continue
+        mine_at = np.array([r.centre for r in out[k]])
+        # only the neighbours' tiles within reach of this seat's can join a row of it: the
+        # rest are not seen from this seat at all (grouping runs on every frame)
+        near_by = {}
+        for j in _neighbours(k):
+            theirs_at = np.array([r.centre for r in out[j]]).reshape(-1, 2)
+            apart = np.hypot(*(theirs_at[:, None, :] - mine_at[None, :, :]).transpose(2, 0, 1))
+            closest = apart.min(axis=1, initial=np.inf)
+            near_by[j] = [r for r, d in zip(out[j], closest, strict=True) if d < reach]
+        if not any(near_by.values()):
+            continue
         for row in _components([_in_seat(r, frames[k]) for r in out[k]], unit):
-            for j in ((k + 1) % SEATS, (k + 3) % SEATS):
-                band = [
-                    t
-                    for t in (_in_seat(r, frames[k]) for r in out[j])
-                    if _in_row_band([t], row, unit)
-                ]
+            row_at = np.array([t.read.centre for t in row])
+            for j in _neighbours(k):
+                near = [r for r in near_by[j] if np.hypot(*(row_at - r.centre).T).min() < reach]
+                seen = (_in_seat(r, frames[k]) for r in near)
+                band = [t for t in seen if _in_row_band([t], row, unit)]
                 taken: list[_Tile] = []
                 grown = True
                 while grown:  # the band's tiles joined to the row, one touching the next
@@ -1058,7 +1073,13 @@ def _rows_continued(
                 if after > before:
                     out[j] = rest
                     out[k] += reads
+                    near_by[j] = [r for r in near_by[j] if id(r) not in ids]
     return out
+
+
+def _neighbours(seat: int) -> tuple[int, int]:
+    """The seats either side of ``seat``: after it, then before it."""
+    return (seat + 1) % SEATS, (seat + 3) % SEATS
 
 
 def _flag_extra_copies(views: tuple[SeatView, ...]) -> tuple[SeatView, ...]:

@@ -33,7 +33,7 @@ import cv2
 import numpy as np
 
 from controller.errors import ModelError, VisionError
-from vision.calibration import SEATS, Calibration, apply
+from vision.calibration import FELT_PX_PER_MM, SEATS, Calibration, apply
 from vision.camera import CameraLost, CameraSource, EndOfStream, Frame, as_bgr
 from vision.detection import TileDetection
 from vision.melds import SeatView, TileRead, group_table, merge_duplicates, settle_orientation
@@ -42,8 +42,9 @@ from vision.tracker import TableChange, TableTracker
 MODES = ("frame", "seats")
 STRIP_MARGIN_MM = 25.0
 """How far beyond its zone a seat's strip reaches, so a tile on the zone's edge is seen whole."""
-BARE_PX_PER_MM = 0.5
-"""Resolution of the picture used to tell bare table from a hand over it."""
+BARE_PX_PER_MM = FELT_PX_PER_MM
+"""Resolution of the picture used to tell bare table from a hand over it: the one the felt
+was measured in when calibrating, so the two medians are alike."""
 ORIENT_PX_PER_MM = 1.0
 """Resolution of the picture in which tiles' depth across the seat's edge is measured."""
 HUE_TOLERANCE = 8
@@ -160,7 +161,6 @@ class TablePipeline:
         self._zone_mask = calibration.zone_mask(BARE_PX_PER_MM)
         felt = calibration.felt_hsv
         self._felt: np.ndarray | None = None if felt is None else np.array(felt, np.float64)
-        self._felt_measured = felt is not None
         self._odd: tuple[float, np.ndarray] | None = None  # since when, and what colour
 
     # -- one frame -----------------------------------------------------------------------------
@@ -194,7 +194,7 @@ class TablePipeline:
         """A new hand: the tracker forgets the last one's tiles (and a felt colour learnt
         from frames, rather than measured when calibrating, is learnt again)."""
         self.tracker.reset()
-        if not self._felt_measured:
+        if self.calibration.felt_hsv is None:
             self._felt = None
         self._odd = None
 
