@@ -43,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import cv2
@@ -106,6 +107,55 @@ class Tally:
             f"  {self.name:<38} P {f['precision']:.3f}  R {f['recall']:.3f}  "
             f"F1 {f['f1']:.3f}  ({int(f['tiles'])} tiles)"
         )
+
+
+FLAG_LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+"""The confidences under which :class:`FlagSweep` counts a tile flagged, beside the model's."""
+
+
+class FlagSweep:
+    """How the tiles found would be flagged at other ``min_confidence`` settings: the share
+    flagged (players asked to confirm), the share right but flagged anyway, the share wrong
+    and not flagged, and of those the share that changes a score (every flower tile is one 花
+    whichever flower it is, docs/rules.md, so a flower read as another flower does not)."""
+
+    def __init__(self) -> None:
+        self.reads: list[tuple[float, bool, bool]] = []
+
+    def add(self, confidence: float, label: int, truth: int) -> None:
+        right = label == truth
+        scores_alike = as_any_flower(label) == as_any_flower(truth)
+        self.reads.append((float(confidence), right, scores_alike))
+
+    def at(self, level: float) -> dict[str, float]:
+        flagged = right_flagged = silent = silent_scoring = 0
+        for confidence, right, scores_alike in self.reads:
+            if confidence < level:
+                flagged += 1
+                right_flagged += right
+            elif not right:
+                silent += 1
+                silent_scoring += not scores_alike
+        n = max(1, len(self.reads))
+        return {
+            "flagged": flagged / n,
+            "right_but_flagged": right_flagged / n,
+            "silent": silent / n,
+            "silent_changing_score": silent_scoring / n,
+        }
+
+    def lines(self, levels: Sequence[float], current: float) -> list[str]:
+        out = [
+            "  min_confidence  flagged  right but flagged  wrong unflagged  of which change a score"
+        ]
+        for level in sorted({*levels, current}):
+            f = self.at(level)
+            mark = "  <- the model's" if level == current else ""
+            out.append(
+                f"  {level:<14.2f}  {f['flagged']:.3f}    {f['right_but_flagged']:.3f}"
+                f"{f['silent']:>31.4f}{f['silent_changing_score']:>18.4f}{mark}"
+            )
+        return out
 
 
 def as_any_flower(label: int) -> int:
@@ -314,6 +364,7 @@ def _run(args: argparse.Namespace) -> int:
     # of the tiles found (any label), how each was read: right, wrong but flagged for the
     # players to confirm, or wrong without a flag (the silent misreads the product must avoid)
     found_right = found_flagged = found_silent = 0
+    sweep = FlagSweep()
     read_right = read_all = read_flower_right = read_flower_all = 0
     our_times, peer_times = [], []
     use_peer = not args.no_peer and importlib.util.find_spec("mahjong_detector") is not None
@@ -334,6 +385,7 @@ def _run(args: argparse.Namespace) -> int:
         for i, j in pairs_any:
             if j is not None:
                 _, label, confidence = preds[i]
+                sweep.add(confidence, label, int(photo.labels[j]))
                 if label == int(photo.labels[j]):
                     found_right += 1
                 elif confidence < rec.min_confidence:
@@ -402,6 +454,11 @@ def _run(args: argparse.Namespace) -> int:
         "right": found_right / found,
         "flagged": found_flagged / found,
         "silent": found_silent / found,
+    }
+    print("  the same tiles flagged at other settings (what a table could choose):")
+    print("\n".join(sweep.lines(FLAG_LEVELS, rec.min_confidence)))
+    figures["flagging_by_min_confidence"] = {
+        f"{level:g}": sweep.at(level) for level in sorted({*FLAG_LEVELS, rec.min_confidence})
     }
     figures["reading_alone"] = {
         "accuracy": read_right / max(1, read_all),

@@ -29,6 +29,23 @@ def test_a_tally_counts_finds_false_finds_and_misses():
     )
 
 
+def test_the_flag_sweep_counts_a_flower_read_as_another_as_changing_no_score():
+    sweep = vision_bench.FlagSweep()
+    one_flower, another_flower = vision_bench.FLOWER_LABELS[:2]
+    sweep.add(0.9, 1, 1)  # right, sure
+    sweep.add(0.95, one_flower, another_flower)  # wrong, sure, but one 花 either way
+    sweep.add(0.7, 2, 3)  # wrong, fairly sure: changes a score
+    sweep.add(0.5, 4, 4)  # right, unsure
+    assert sweep.at(0.6) == pytest.approx(
+        {"flagged": 0.25, "right_but_flagged": 0.25, "silent": 0.5, "silent_changing_score": 0.25}
+    )
+    assert sweep.at(0.8) == pytest.approx(
+        {"flagged": 0.5, "right_but_flagged": 0.25, "silent": 0.25, "silent_changing_score": 0.0}
+    )
+    lines = sweep.lines([0.8], current=0.6)
+    assert len(lines) == 3 and lines[1].split()[0] == "0.60" and "the model's" in lines[1]
+
+
 def test_a_short_run_prints_and_writes_its_figures(shared_data, tmp_path, capsys):
     out = tmp_path / "figures.json"
     argv = ["--data", str(shared_data), "--limit", "3", "--frames", "1", "--repeat", "1",
@@ -40,6 +57,10 @@ def test_a_short_run_prints_and_writes_its_figures(shared_data, tmp_path, capsys
     # without a peer run there are no peer figures to mistake for the peer's
     assert not any(name.startswith("peer") for name in figures["accuracy"])
     assert figures["latency_ms"]["frame"] > 0 and figures["memory_mb"]["peak"] > 0
+    # the flag sweep includes the model's own setting, where it agrees with the plain count
+    at_model = figures["flagging_by_min_confidence"]["0.6"]
+    assert at_model["silent"] == pytest.approx(figures["reading_found"]["silent"])
+    assert "the same tiles flagged at other settings" in printed
     # the weakest labels are labels the three photos hold or were read as, not labels with
     # no tiles at all (F1 0 by default)
     rec = vision_bench.TileRecognizer(threads=2)

@@ -9,10 +9,10 @@ sideways tile, towards the centre; a concealed kong shows face-down tiles at bot
 Tiles touching in a row are cut into melds by trying every cut (:func:`group_seat`), so melds
 laid without a gap between them are still told apart.
 
-Nothing is guessed silently: every meld and tile read with low confidence, every meld whose
-tiles do not make a legal meld (it is still reported, with the runner-up labels that would
-make it legal when there are any), a face-down tile where none should be, is flagged with a
-note for the players to confirm.
+Nothing the reads make doubtful passes silently: every meld and tile read with low
+confidence, every meld whose tiles do not make a legal meld (it is still reported, with the
+runner-up labels that would make it legal when there are any), a face-down tile where none
+should be, is flagged with a note for the players to confirm.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ Two small ONNX models run with onnxruntime (no PyTorch needed):
    picture, and gives the probability of each of the 43 labels.
 
 A tile whose best probability is under ``min_confidence`` is still reported, with
-``needs_confirmation`` set and its runner-up labels, for the players to confirm: the recogniser
-never silently guesses.
+``needs_confirmation`` set and its runner-up labels, for the players to confirm, never
+dropped or replaced by a guess. (A tile can still be read wrong and sure: docs/vision.md gives
+how often, by ``min_confidence``.)
 
 >>> rec = TileRecognizer()                                  # the committed model
 >>> found = rec.detect(cv2.imread("photo.jpg"))              # doctest: +SKIP
