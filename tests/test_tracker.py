@@ -14,7 +14,7 @@ from controller.errors import VisionError
 from controller.rules.melds import Meld
 from controller.rules.tiles import Tile, parse_tiles
 from vision.calibration import Calibration, apply
-from vision.melds import TileRead, group_table
+from vision.melds import TileRead, group_table, merge_duplicates
 from vision.table_scene import PlacedOnTable, SeatLayout, TableLayout, TableScene, random_layout
 from vision.tracker import BareTest, ChangeKind, TableChange, TableTracker
 
@@ -536,3 +536,158 @@ def test_a_stray_tiles_note_is_kept_once_it_lasts() -> None:
         tracker.update(stray)
     tracker.reset()
     assert settled() == ()
+
+
+# -- doubt over frames: what settles wrong is never settled silently --------------------------
+
+
+class Reads:
+    """Frames of a layout with each tile's read chosen per frame, through the real grouping
+    (the pipeline's ``merge_duplicates`` and ``group_table``), into a tracker; a read under
+    0.6 is flagged, as the recogniser flags it. Tiles at the indices in ``hidden`` lie under
+    a hand: not seen, and their places not bare."""
+
+    def __init__(self, layout: TableLayout, **tracker: int) -> None:
+        self.placed = SCENE.place(layout)
+        self.tracker = TableTracker(CAL.geometry, **tracker)
+        self.felt = felt_test([p.quad() for p in self.placed])
+        self.hidden: set[int] = set()
+        self.changes: list[TableChange] = []
+
+    def index(self, label: int, nth: int = 0) -> int:
+        return [i for i, p in enumerate(self.placed) if p.label == label][nth]
+
+    def is_bare(self, quad: np.ndarray) -> bool:
+        centre = quad.mean(axis=0)
+        under_hand = any(
+            np.hypot(*(centre - self.placed[i].quad().mean(axis=0))) < 20 for i in self.hidden
+        )
+        return not under_hand and self.felt(quad)
+
+    def frame(self, reads: dict[int, tuple[int, float]] | None = None) -> list[TableChange]:
+        out = []
+        for i, p in enumerate(self.placed):
+            if i in self.hidden:
+                continue
+            label, conf = (reads or {}).get(i, (p.label, 0.97))
+            runner_up = ((label + 1) % 34, round((1 - conf) / 2, 3))
+            out.append(TileRead(label, conf, p.quad(), not conf >= 0.6, (runner_up,)))
+        views = group_table(merge_duplicates(out), CAL)
+        changes = self.tracker.update(views, is_bare=self.is_bare)
+        self.changes += changes
+        return changes
+
+
+def test_a_thing_read_unsure_in_most_frames_settles_flagged_though_the_last_read_sure():
+    # 5f read as 6f, and a pung's tile as its own face, unsure in four frames and sure (0.65)
+    # in the fifth, when they settle: the flag came from that one frame alone
+    layout = TableLayout().with_seat(1, flowers=(Tile(38),), melds=(Meld.of("pung", "222s", 0),))
+    table = Reads(layout, stable_frames=STABLE)
+    two = int(parse_tiles("2s")[0])
+    flower, tile = table.index(38), table.index(two)
+    for conf in (0.55, 0.55, 0.55, 0.55, 0.65):
+        changes = table.frame({flower: (39, conf), tile: (two, conf)})
+    by_kind = {c.kind: c for c in changes}
+    assert set(by_kind) == {ChangeKind.FLOWER, ChangeKind.MELD}
+    for change in by_kind.values():
+        assert change.needs_confirmation and "flagged in 4 frames" in change.note
+        assert change.to_json()["note"] == change.note
+    meld = by_kind[ChangeKind.MELD].meld
+    assert meld.needs_confirmation and meld.to_json()["note"] == by_kind[ChangeKind.MELD].note
+    view = table.tracker.view(1)
+    assert view.flowers == (Tile(39),) and view.needs_confirmation
+    assert view.flower_reads[0].needs_confirmation and view.melds[0].needs_confirmation
+    # the doubt stands while reads stay doubtful, and clears once read sure for as long as it
+    # takes to remove a thing (the change that settled it carried the flag)
+    table.frame({flower: (39, 0.55), tile: (two, 0.55)})
+    for _ in range(table.tracker.remove_frames - 1):
+        table.frame({flower: (39, 0.9)})
+        assert table.tracker.view(1).needs_confirmation
+    table.frame({flower: (39, 0.9)})
+    assert not table.tracker.view(1).needs_confirmation
+
+
+@pytest.mark.parametrize("truth_first", [True, False])
+def test_two_sure_readings_taking_turns_leave_the_settled_one_flagged(truth_first):
+    table = Reads(TableLayout().with_seat(3, flowers=(Tile(34),)), stable_frames=STABLE)
+    i = table.index(34)
+    settled = []
+    for f in range(40):
+        wrong = (f % 2 == 0) != truth_first
+        settled += table.frame({i: (35 if wrong else 34, 0.9)})
+    (change,) = settled  # whichever reached five first settled, once
+    assert change.kind == ChangeKind.FLOWER and change.needs_confirmation
+    other = "1f" if change.flower == Tile(35) else "2f"
+    assert f"also read as {other} in 4 frames" in change.note
+    view = table.tracker.view(3)
+    assert view.needs_confirmation and f"also read as {other} in 20 frames" in view.notes[0]
+    # read one way for as long as it takes to remove a thing, the doubt is settled
+    for _ in range(table.tracker.remove_frames):
+        table.frame({i: (int(change.flower), 0.9)})
+    assert not table.tracker.view(3).needs_confirmation
+
+
+def test_a_meld_misread_in_turns_is_flagged_but_a_pung_growing_into_a_kong_is_not():
+    table = Reads(TableLayout().with_seat(0, melds=(Meld.of("chow", "345m", 3),)))
+    five = table.index(int(parse_tiles("5m")[0]))
+    for f in range(20):
+        table.frame({five: (int(parse_tiles("2m")[0]), 0.9)} if f % 2 else None)
+    view = table.tracker.view(0)
+    assert view.needs_confirmation and "also read as" in view.melds[0].note
+    pung = Reads(TableLayout().with_seat(2, melds=(Meld.of("pung", "333p", 0),)))
+    for _ in range(6):
+        pung.frame()
+    kong = Reads(TableLayout().with_seat(2, melds=(Meld.of("added_kong", "3333p", 0),)))
+    kong.tracker = pung.tracker
+    changes = []
+    for _ in range(12):
+        changes += kong.frame()
+    (change,) = changes
+    assert change.kind == ChangeKind.MELD_CHANGED and not change.needs_confirmation
+    assert not kong.tracker.view(2).needs_confirmation
+
+
+def test_a_sure_reading_replaced_by_another_sure_reading_is_flagged():
+    table = Reads(TableLayout().with_seat(0, melds=(Meld.of("pung", "WWW", 3),)))
+    for _ in range(6):
+        table.frame()
+    west = [i for i, p in enumerate(table.placed) if p.label == int(Tile.WEST)]
+    changes = []
+    for _ in range(6):  # glare: read sure as NNN, fewer frames than it takes to remove a thing
+        changes += table.frame({i: (int(Tile.NORTH), 0.9) for i in west})
+    (change,) = changes
+    assert change.kind == ChangeKind.MELD_CHANGED and change.needs_confirmation
+    assert "read as [WWW<3] before" in change.note
+    assert table.tracker.view(0).needs_confirmation
+
+
+def test_a_stray_note_seen_in_alternate_frames_settles():
+    from vision.labels import BACK
+
+    hand = parse_tiles("123m 456p 789s P P")
+    layout = TableLayout().with_seat(0, melds=(Meld.of("pung", "EEE", 1),), open_tiles=tuple(hand))
+    table = Reads(layout, stable_frames=STABLE)
+    white = table.index(int(Tile.WHITE))
+    for f in range(40):
+        table.frame({white: (BACK, 0.95)} if f % 2 == 0 else None)
+    view = table.tracker.view(0)
+    assert view.stray_notes and view.needs_confirmation
+
+
+def test_the_settled_table_is_checked_for_more_copies_than_the_set_holds():
+    # seat 0's 1f lies under a hand while seat 1's 2f is read as 1f, surely: each seat alone
+    # looks right, and the table shows one flower twice
+    layout = TableLayout().with_seat(0, flowers=(Tile(34),)).with_seat(1, flowers=(Tile(35),))
+    table = Reads(layout, stable_frames=STABLE)
+    for _ in range(6):
+        table.frame()
+    table.hidden = {table.index(34)}
+    changes = []
+    for _ in range(STABLE + 1):
+        changes += table.frame({table.index(35): (34, 0.9)})
+    (change,) = [c for c in changes if c.kind == ChangeKind.FLOWER_CHANGED]
+    assert change.needs_confirmation and "1f is seen 2 times on the table" in change.note
+    views = table.tracker.views
+    assert [v.flowers for v in views[:2]] == [(Tile(34),), (Tile(34),)]
+    assert all(v.needs_confirmation for v in views[:2])
+    assert "the set has 1" in " ".join(views[0].notes)

@@ -896,7 +896,7 @@ def group_table(
     neighbour's row go with that row (:func:`_across_diagonals`); tiles outside every zone
     (walls, discards) are left out. A tile found twice counts once (:func:`merge_duplicates`).
     A tile seen more often than the set holds it is flagged wherever it is seen
-    (:func:`_flag_extra_copies`).
+    (:func:`flag_extra_copies`).
     """
     per_seat: list[list[TileRead]] = [[] for _ in range(SEATS)]
     for r in merge_duplicates(list(reads), tile_mm):
@@ -911,7 +911,7 @@ def group_table(
     views = tuple(
         group_seat(k, per_seat[k], calibration.geometry, tile_mm=tile_mm) for k in range(SEATS)
     )
-    return _flag_extra_copies(views)
+    return flag_extra_copies(views)
 
 
 def _in_row_band(mine: Sequence[_Tile], theirs: Sequence[_Tile], unit: float) -> bool:
@@ -1082,22 +1082,32 @@ def _neighbours(seat: int) -> tuple[int, int]:
     return (seat + 1) % SEATS, (seat + 3) % SEATS
 
 
-def _flag_extra_copies(views: tuple[SeatView, ...]) -> tuple[SeatView, ...]:
+def _shown(view: SeatView) -> list[int]:
+    return [
+        int(t) for t in (*(t for m in view.melds for t in m.tiles), *view.flowers, *view.open_tiles)
+    ]
+
+
+def extra_copies(views: Sequence[SeatView]) -> dict[int, str]:
+    """Every tile the views show more often than the set holds it (four of each playing tile,
+    one of each flower), with a line saying so."""
+    seen = Counter(t for v in views for t in _shown(v))
+    out = {}
+    for lab, n in seen.items():
+        held = COPIES if lab < NUM_KINDS else 1
+        if n > held:
+            out[lab] = f"{Tile(lab).code} is seen {n} times on the table, and the set has {held}"
+    return out
+
+
+def flag_extra_copies(views: tuple[SeatView, ...]) -> tuple[SeatView, ...]:
     """The views with every tile seen more often than the set holds it (four of each playing
     tile, one of each flower) flagged where it is seen: some read of it is wrong, and which
     one cannot be told, so the players are asked."""
-    shown = [
-        [int(t) for t in (*(t for m in v.melds for t in m.tiles), *v.flowers, *v.open_tiles)]
-        for v in views
-    ]
-    seen = Counter(t for tiles in shown for t in tiles)
-    extra = {lab: n for lab, n in seen.items() if n > (COPIES if lab < NUM_KINDS else 1)}
+    extra = extra_copies(views)
     if not extra:
         return views
-
-    def why(lab: int) -> str:
-        held = COPIES if lab < NUM_KINDS else 1
-        return f"{Tile(lab).code} is seen {extra[lab]} times on the table, and the set has {held}"
+    shown = [_shown(v) for v in views]
 
     def flag(r: TileRead) -> TileRead:
         if r.label not in extra or r.needs_confirmation:
@@ -1114,14 +1124,14 @@ def _flag_extra_copies(views: tuple[SeatView, ...]) -> tuple[SeatView, ...]:
         for m in v.melds:
             mine = sorted({int(t) for t in m.tiles} & extra.keys())
             if mine:
-                note = "; ".join([*filter(None, [m.note]), *(why(lab) for lab in mine)])
+                note = "; ".join([*filter(None, [m.note]), *(extra[lab] for lab in mine)])
                 m = replace(m, needs_confirmation=True, note=note)
             melds.append(m)
         out.append(
             replace(
                 v,
                 melds=tuple(melds),
-                notes=(*v.notes, *(f"seat {v.seat}: {why(lab)}: check the tiles" for lab in here)),
+                notes=(*v.notes, *(f"seat {v.seat}: {extra[k]}: check the tiles" for k in here)),
                 flower_reads=tuple(flag(r) for r in v.flower_reads),
                 open_reads=tuple(flag(r) for r in v.open_reads),
             )

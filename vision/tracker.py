@@ -32,6 +32,21 @@ unchanged longer, they are reported as laid open whatever they are (a pung laid 
 turned, say: said, never lost). Loose tiles lying where a confirmed meld or flower lies are
 that thing seen in part, and do not count.
 
+What settles is flagged for the players (``needs_confirmation``, with a note saying why,
+in the change that reports it and in the settled views) whenever the frames leave it in
+doubt, not only when the last frame does:
+
+* it was read unsure in any frame since it was last read sure ``remove_frames`` frames
+  running (one sure frame does not wipe out four unsure ones);
+* another reading of its place (another flower, a playing tile where a flower lies, another
+  meld; not the same meld seen in part, nor a pung growing into a kong) was seen in two frames
+  or more since it was last seen ``remove_frames`` frames running without one: two sure
+  readings taking turns leave whichever settled first in doubt, not standing unflagged;
+* it replaced a sure reading of its place that it does not grow on (WWW read as NNN for a
+  few frames of glare): one of the two is a misread;
+* the table would then show a tile more often than the set holds it, which no one seat's
+  readings can tell.
+
 Whether a place is bare table needs the picture: the pipeline passes ``is_bare`` (a convex
 polygon on the plane -> bool). Without it a place counts as hidden unless tiles seen cover it,
 so nothing is removed that is not replaced.
@@ -42,7 +57,7 @@ so nothing is removed that is not replaced.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -51,7 +66,16 @@ import numpy as np
 from controller.errors import VisionError
 from controller.rules.tiles import Tile
 from vision.calibration import SEATS, TableGeometry, apply
-from vision.melds import DEFAULT_TILE_MM, MeldView, SeatView, TileRead, reading_order
+from vision.labels import label_name
+from vision.melds import (
+    DEFAULT_TILE_MM,
+    MeldView,
+    SeatView,
+    TileRead,
+    extra_copies,
+    flag_extra_copies,
+    reading_order,
+)
 
 BareTest = Callable[[np.ndarray], bool]
 """Whether a convex polygon on the plane (Nx2 millimetres: a tile's quad, or the part of one
@@ -75,7 +99,10 @@ class TableChange:
 
     ``flower`` / ``meld`` is what appeared (or, for ``REMOVED``, what went); ``previous`` is
     what a changed flower or meld was before; ``open_tiles`` is, for ``OPEN_TILES``, every
-    tile now laid open. ``needs_confirmation`` is set when what is reported was read unsure.
+    tile now laid open. ``needs_confirmation`` is set when what is reported was read unsure, in
+    this frame or in enough of the frames it settled over, when another reading of its place
+    keeps being seen, when it contradicts a sure earlier reading, or when the table would then
+    show a tile more often than the set holds it; ``note`` says which.
     """
 
     seat: int
@@ -86,6 +113,7 @@ class TableChange:
     previous: MeldView | Tile | None = None
     open_tiles: tuple[Tile, ...] = ()
     needs_confirmation: bool = False
+    note: str = ""
 
     def describe(self) -> str:
         what = {
@@ -101,7 +129,8 @@ class TableChange:
             ChangeKind.REMOVED: lambda: f"{_text(self.meld or self.flower)} is gone",
         }[self.kind]()
         flag = " (please confirm)" if self.needs_confirmation else ""
-        return f"seat {self.seat}: {what}{flag}"
+        why = f": {self.note}" if self.note else ""
+        return f"seat {self.seat}: {what}{flag}{why}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -117,6 +146,7 @@ class TableChange:
             ),
             "open_tiles": [t.code for t in self.open_tiles],
             "needs_confirmation": self.needs_confirmation,
+            "note": self.note,
             "text": self.describe(),
         }
 
@@ -128,6 +158,9 @@ def _text(x: MeldView | Tile | None) -> str:
 
 
 _FLOWER, _MELD, _OPEN = "flower", "meld", "open"
+_RIVAL_KINDS = {_FLOWER: (_FLOWER, _OPEN), _MELD: (_MELD,), _OPEN: (_OPEN, _FLOWER)}
+"""Which other readings of a thing's place dispute it: a flower read in some frames as a
+playing tile (a loose one) is in doubt, a meld partly hidden and read as loose tiles is not."""
 
 
 @dataclass(eq=False)  # tracks are told apart by identity
@@ -140,14 +173,86 @@ class _Track:
     clear: int = 0  # consecutive frames unobserved with none of its place hidden
     confirmed: bool = False
     footprint: list[np.ndarray] = field(default_factory=list)
+    unsure: int = 0  # frames it was read unsure in, since it was last read sure for long
+    sure_run: int = 0  # consecutive frames it was observed read sure
+    doubt: str = ""  # why, in the last frame read unsure
+    contradicts: str = ""  # what sure reading it replaced, not grown on
+    # other readings of its place seen since it settled (what -> frames), until it has been
+    # seen without one for as long as it takes to remove a thing
+    disputes: dict[str, int] = field(default_factory=dict)
+    undisputed: int = 0
 
     @property
     def centre(self) -> np.ndarray:
         return np.mean([q.mean(axis=0) for q in self.footprint], axis=0)
 
-    @property
-    def needs_confirmation(self) -> bool:
-        return bool(self.value.needs_confirmation)
+    def observe(self, value: MeldView | TileRead, clear_after: int) -> None:
+        """One frame's reading of it: an unsure one is remembered until ``clear_after``
+        frames in a row have read it sure, so one sure frame does not wipe out the doubt of
+        the frames before it."""
+        self.value = value
+        if value.needs_confirmation:
+            self.unsure += 1
+            self.sure_run = 0
+            self.doubt = _reason(value)
+        else:
+            self.sure_run += 1
+            if self.sure_run >= clear_after:
+                self.unsure, self.doubt, self.contradicts = 0, "", ""
+
+    def replaced(self, old: MeldView | TileRead) -> None:
+        """It settled in place of a sure reading that it contradicts: one of the two is a
+        misread, as doubtful as a reading flagged now."""
+        self.sure_run = 0
+        self.contradicts = f"read as {_what(old)} before"
+
+
+def _in_doubt_but_for(t: _Track, what: str) -> bool:
+    """Whether anything but readings of ``what`` in its place puts ``t`` in doubt."""
+    return bool(
+        t.value.needs_confirmation
+        or t.unsure
+        or t.contradicts
+        or any(n >= 2 for other, n in t.disputes.items() if other != what)
+    )
+
+
+def _disputes(r: _Track, t: _Track) -> bool:
+    """Whether reading ``r`` is another reading of ``t``'s place: of a kind that can be
+    mistaken for it, not the same thing, not it seen in part or grown (a pung becoming a
+    kong, a kong half hidden), and lying where it lies."""
+    return (
+        r is not t
+        and r.kind in _RIVAL_KINDS[t.kind]
+        and (r.kind, r.key) != (t.kind, t.key)
+        and not _grows_into(r.value, t.value)
+        and not _grows_into(t.value, r.value)
+        and _overlaps(r.footprint, t.footprint)
+    )
+
+
+def _grows_into(old: MeldView | TileRead, new: MeldView | TileRead) -> bool:
+    """Whether ``new`` is ``old`` grown as play grows it: a pung made a kong, a concealed
+    kong's faces coming into view; anything else in its place contradicts it."""
+    if not (isinstance(old, MeldView) and isinstance(new, MeldView)) or not new.kind.is_kong:
+        return False
+    have = sorted(int(t) for t in new.tiles)
+    for t in old.tiles:
+        if int(t) not in have:
+            return False
+        have.remove(int(t))
+    return True
+
+
+def _reason(value: MeldView | TileRead) -> str:
+    """Why one frame's reading of a thing is flagged."""
+    if isinstance(value, MeldView):
+        return value.note or f"{value.describe()} flagged"
+    return f"{value.describe()} flagged"
+
+
+def _what(value: MeldView | TileRead) -> str:
+    return value.describe() if isinstance(value, MeldView) else label_name(value.label)
 
 
 def _footprint(value: MeldView | TileRead) -> list[np.ndarray]:
@@ -324,8 +429,9 @@ class TableTracker:
 
     @property
     def views(self) -> tuple[SeatView, ...]:
-        """Every seat's settled view."""
-        return tuple(self.view(k) for k in range(SEATS))
+        """Every seat's settled view, with any tile the table then shows more often than the
+        set holds it flagged wherever it lies (one seat's view cannot tell)."""
+        return flag_extra_copies(tuple(self.view(k) for k in range(SEATS)))
 
     def view(self, seat: int) -> SeatView:
         """Seat ``seat``'s settled view: its confirmed flowers, melds and open tiles in the
@@ -344,17 +450,31 @@ class TableTracker:
         melds = ordered(_MELD)
         opens = ordered(_OPEN)
         notes: list[str] = []
+        flower_reads, meld_views, open_reads = [], [], []
         for t in flowers:
-            if t.needs_confirmation:
-                notes.append(f"seat {seat}: is this flower {t.value.describe()}?")
+            why = self._doubt(t, self._tracks[seat])
+            r = t.value
+            assert isinstance(r, TileRead)
+            if why:
+                notes.append(f"seat {seat}: is this flower {r.describe()}? {why}")
+                r = replace(r, needs_confirmation=True)
+            flower_reads.append(r)
         for t in melds:
+            why = self._doubt(t, self._tracks[seat])
             m = t.value
             assert isinstance(m, MeldView)
-            if m.needs_confirmation:
-                notes.append(f"seat {seat}: {m.describe()}: {m.note}")
+            if why:
+                m = replace(m, needs_confirmation=True, note=why)
+                notes.append(f"seat {seat}: {m.describe()}: {why}")
+            meld_views.append(m)
         for t in opens:
-            if t.needs_confirmation:
-                notes.append(f"seat {seat}: unsure of an open tile, {t.value.describe()}")
+            why = self._doubt(t, self._tracks[seat])
+            r = t.value
+            assert isinstance(r, TileRead)
+            if why:
+                notes.append(f"seat {seat}: unsure of an open tile, {r.describe()}: {why}")
+                r = replace(r, needs_confirmation=True)
+            open_reads.append(r)
         stray = [n for n, (seen, _) in self._stray[seat].items() if seen >= self.stable_frames]
         notes += stray
         reads: list[TileRead] = []
@@ -362,15 +482,39 @@ class TableTracker:
             reads += list(t.value.reads) if isinstance(t.value, MeldView) else [t.value]
         return SeatView(
             seat=seat,
-            flowers=tuple(Tile(t.value.label) for t in flowers),  # type: ignore[union-attr]
-            melds=tuple(t.value for t in melds),  # type: ignore[misc]
-            open_tiles=tuple(Tile(t.value.label) for t in opens),  # type: ignore[union-attr]
+            flowers=tuple(Tile(r.label) for r in flower_reads),
+            melds=tuple(meld_views),
+            open_tiles=tuple(Tile(r.label) for r in open_reads),
             notes=tuple(notes),
             reads=tuple(reads),
-            flower_reads=tuple(t.value for t in flowers),  # type: ignore[misc]
-            open_reads=tuple(t.value for t in opens),  # type: ignore[misc]
+            flower_reads=tuple(flower_reads),
+            open_reads=tuple(open_reads),
             stray_notes=tuple(stray),
         )
+
+    def _doubt(self, t: _Track, tracks: Sequence[_Track]) -> str:
+        """Why the players should confirm what a track holds, or "" when nothing puts it in
+        doubt: its reading now is unsure; or it was read unsure in frames since it was last
+        read sure ``remove_frames`` times running; or another reading of its place, not
+        settled, keeps being seen (two sure readings taking turns: whichever settled first
+        would otherwise stand, unflagged)."""
+        why: list[str] = []
+        if t.value.needs_confirmation:
+            why.append(_reason(t.value))
+        elif t.unsure:
+            times = "once" if t.unsure == 1 else f"in {t.unsure} frames"
+            why.append(f"flagged {times} lately ({t.doubt})")
+        if t.contradicts:
+            why.append(t.contradicts)
+        disputes = dict(t.disputes)
+        if not t.confirmed:  # a candidate: the other readings of its place still going
+            for r in tracks:
+                if not r.confirmed and r.missed < self.forget_frames and _disputes(r, t):
+                    disputes[_what(r.value)] = max(disputes.get(_what(r.value), 0), r.seen)
+        for what, n in disputes.items():
+            if n >= 2:  # once is a glimpse (a hand's shadow, a tile half laid)
+                why.append(f"also read as {what} in {n} frames")
+        return "; ".join(why)
 
     # -- one frame -----------------------------------------------------------------------------
 
@@ -394,7 +538,29 @@ class TableTracker:
         for view in views:
             changes += self._update_seat(view, seen, is_bare)
             self._update_stray(view)
-        return changes
+        return self._with_extra_copies_flagged(changes) if changes else changes
+
+    def _with_extra_copies_flagged(self, changes: list[TableChange]) -> list[TableChange]:
+        """The changes, with any that shows a tile the settled table now holds more often than
+        the set does flagged: each seat's readings may be sure, and the table still wrong."""
+        extra = extra_copies(self.views)
+        if not extra:
+            return changes
+        out = []
+        for c in changes:
+            if c.kind == ChangeKind.REMOVED:
+                out.append(c)
+                continue
+            tiles = [*(c.meld.tiles if c.meld else ()), *c.open_tiles]
+            tiles += [c.flower] if c.flower is not None else []
+            over = sorted({int(t) for t in tiles} & extra.keys())
+            if not over:
+                out.append(c)
+                continue
+            why = "; ".join([*filter(None, [c.note]), *(extra[lab] for lab in over)])
+            meld = replace(c.meld, needs_confirmation=True, note=why) if c.meld else None
+            out.append(replace(c, meld=meld, needs_confirmation=True, note=why))
+        return out
 
     def _observations(self, view: SeatView) -> list[tuple[str, Any, MeldView | TileRead]]:
         obs: list[tuple[str, Any, MeldView | TileRead]] = []
@@ -422,13 +588,21 @@ class TableTracker:
                 if d <= best_d:
                     best, best_d = i, d
             if best is None:
-                fresh.append(_Track(kind, key, value, footprint=foot))
+                track = _Track(kind, key, value, footprint=foot)
+                track.observe(value, self.remove_frames)
+                fresh.append(track)
                 continue
             t = tracks[best]
             observed.add(best)
-            t.value, t.footprint = value, foot
+            t.observe(value, self.remove_frames)
+            t.footprint = foot
             t.seen += 1
             t.missed = t.clear = 0
+        self._dispute(
+            [t for i, t in enumerate(tracks) if t.confirmed and i in observed],
+            [t for i, t in enumerate(tracks) if t.confirmed],
+            [t for i, t in enumerate(tracks) if not t.confirmed and i in observed] + fresh,
+        )
         # what was not seen: hidden, replaced by what is seen there, or gone
         for i, t in enumerate(tracks):
             if i in observed:
@@ -444,6 +618,25 @@ class TableTracker:
         self._tracks[seat] = [t for t in tracks if t.confirmed or t.missed < self.forget_frames]
         return changes
 
+    def _dispute(self, seen: list[_Track], settled: list[_Track], unsettled: list[_Track]) -> None:
+        """Count against each settled thing the other readings of its place seen this frame,
+        and clear its disputes once it has been seen without any for ``remove_frames``
+        frames: two sure readings taking turns leave the settled one in doubt, not whichever
+        happened to settle first standing unflagged."""
+        disputed: set[int] = set()
+        for r in unsettled:
+            for t in settled:
+                if _disputes(r, t):
+                    what = _what(r.value)
+                    t.disputes[what] = t.disputes.get(what, 0) + 1
+                    t.undisputed = 0
+                    disputed.add(id(t))
+        for t in seen:
+            if id(t) not in disputed:
+                t.undisputed += 1
+                if t.undisputed >= self.remove_frames:
+                    t.disputes.clear()
+
     def _update_stray(self, view: SeatView) -> None:
         # a stray tile's note (a face-down tile in no kong, a sideways one in no meld) is
         # kept like a tile: once seen for stable_frames, until missed for remove_frames, so
@@ -455,7 +648,9 @@ class TableTracker:
             counts[1] = 0
         for note in [n for n in stray if n not in view.stray_notes]:
             stray[note][1] += 1
-            if stray[note][1] >= self.remove_frames or stray[note][0] < self.stable_frames:
+            # as a reading not yet settled is forgiven a frame or two missed, so is a note
+            settled = stray[note][0] >= self.stable_frames
+            if stray[note][1] >= (self.remove_frames if settled else self.forget_frames):
                 del stray[note]
 
     def _hidden(self, quad: np.ndarray, seen: np.ndarray, is_bare: BareTest | None) -> bool:
@@ -498,12 +693,23 @@ class TableTracker:
                 continue  # the old reading is still there, or its place is hidden: wait
             if any(self._arriving(t, tracks) for t in rivals):
                 continue  # what lay here is seen elsewhere, not yet settled: it may have moved
+            for r in tracks:
+                if not r.confirmed and r.missed < self.forget_frames and _disputes(r, cand):
+                    cand.disputes[_what(r.value)] = r.seen
             cand.confirmed = True
             for t in rivals:
                 tracks.remove(t)
             changed = [t for t in rivals if (t.kind, t.key) != (cand.kind, cand.key)]
+            for t in changed:
+                # a sure reading contradicted, not grown on: one of the two is a misread
+                if (
+                    t.kind == cand.kind
+                    and not _grows_into(t.value, cand.value)
+                    and not _in_doubt_but_for(t, _what(cand.value))
+                ):
+                    cand.replaced(t.value)
             if len(changed) == len(rivals):
-                changes += self._report(seat, cand, changed)
+                changes += self._report(seat, cand, changed, tracks)
             else:  # the same thing, only nudged: just what else it displaced is gone
                 changes += [self._removed(seat, t) for t in changed if t.kind != _OPEN]
             open_changed |= cand.kind == _OPEN or any(t.kind == _OPEN for t in rivals)
@@ -522,13 +728,15 @@ class TableTracker:
                 changes.append(self._removed(seat, t))
         if open_changed:
             opens = [t for t in tracks if t.confirmed and t.kind == _OPEN]
+            doubts = [why for t in opens if (why := self._doubt(t, tracks))]
             changes.append(
                 TableChange(
                     seat,
                     ChangeKind.OPEN_TILES,
                     self.frame,
                     open_tiles=self.view(seat).open_tiles,
-                    needs_confirmation=any(t.needs_confirmation for t in opens),
+                    needs_confirmation=bool(doubts),
+                    note="; ".join(doubts),
                 )
             )
         return changes
@@ -596,14 +804,19 @@ class TableTracker:
         )
         return not (same or run)
 
-    def _report(self, seat: int, cand: _Track, rivals: list[_Track]) -> list[TableChange]:
+    def _report(
+        self, seat: int, cand: _Track, rivals: list[_Track], tracks: list[_Track]
+    ) -> list[TableChange]:
         out: list[TableChange] = []
-        unsure = cand.needs_confirmation
+        note = self._doubt(cand, tracks)
+        unsure = bool(note)
         old_melds = [t for t in rivals if t.kind == _MELD]
         old_flowers = [t for t in rivals if t.kind == _FLOWER]
         if cand.kind == _MELD:
             meld = cand.value
             assert isinstance(meld, MeldView)
+            if unsure:
+                meld = replace(meld, needs_confirmation=True, note=note)
             if old_melds:
                 prev = old_melds.pop(0).value
                 out.append(
@@ -614,12 +827,18 @@ class TableTracker:
                         meld=meld,
                         previous=prev,
                         needs_confirmation=unsure,
+                        note=note,
                     )
                 )
             else:
                 out.append(
                     TableChange(
-                        seat, ChangeKind.MELD, self.frame, meld=meld, needs_confirmation=unsure
+                        seat,
+                        ChangeKind.MELD,
+                        self.frame,
+                        meld=meld,
+                        needs_confirmation=unsure,
+                        note=note,
                     )
                 )
         elif cand.kind == _FLOWER:
@@ -634,12 +853,18 @@ class TableTracker:
                         flower=tile,
                         previous=prev_tile,
                         needs_confirmation=unsure,
+                        note=note,
                     )
                 )
             else:
                 out.append(
                     TableChange(
-                        seat, ChangeKind.FLOWER, self.frame, flower=tile, needs_confirmation=unsure
+                        seat,
+                        ChangeKind.FLOWER,
+                        self.frame,
+                        flower=tile,
+                        needs_confirmation=unsure,
+                        note=note,
                     )
                 )
         # whatever else the new reading displaced is gone
