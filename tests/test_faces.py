@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from controller.errors import ModelError
+from controller.rules.tiles import parse_tiles
 from vision.faces import FaceSet, art_faces, procedural_faces
 from vision.labels import BACK, NUM_LABELS
 
@@ -133,3 +134,12 @@ def test_colours_are_read_or_refused_never_guessed_black():
     assert _colour("#0f0") == (0, 255, 0) and _colour("none") is None
     with pytest.raises(ValueError, match="does not know"):
         _colour("currentColor")
+
+
+def test_flowers_carry_the_numbers_real_sets_print():
+    # sets number the flowers 梅 1, 兰 2, 菊 3, 竹 4 (the photos' labels agree), though the
+    # project lists them in the idiom's order 梅兰竹菊 (7f is 竹, 8f is 菊)
+    from vision.faces import _FLOWER_NUMERALS
+
+    numbers = {t: _FLOWER_NUMERALS[int(parse_tiles(t)[0])] for t in "春夏秋冬梅兰菊竹"}
+    assert numbers == dict(zip("春夏秋冬梅兰菊竹", [1, 2, 3, 4, 1, 2, 3, 4], strict=True))

@@ -233,7 +233,7 @@ _HONOUR_GLYPHS: dict[int, list[Stroke]] = {
         [(0.5, 0.72), (0.92, 0.96)],
     ],
 }
-_FLOWER_NUMERALS = {34: 1, 35: 2, 36: 3, 37: 4, 38: 1, 39: 2, 40: 3, 41: 4}
+_FLOWER_NUMERALS = {34: 1, 35: 2, 36: 3, 37: 4, 38: 1, 39: 2, 40: 4, 41: 3}
 
 
 def _draw_strokes(
