@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from vision.labels import BACK, FLOWER_LABELS
-from vision.synth import label_counts, procedural_variants, random_label, random_scene
+from vision.synth import (
+    label_counts,
+    procedural_variants,
+    random_label,
+    random_layout,
+    random_scene,
+)
 
 
 def test_scenes_are_deterministic_and_truthful():
@@ -37,3 +43,18 @@ def test_flowers_and_backs_are_over_drawn():
     backs = labels.count(BACK) / len(labels)
     assert 0.17 < flowers < 0.23  # against 8/42 of the faces but 8/144 of the tiles
     assert 0.06 < backs < 0.10
+
+
+def test_no_laid_out_tile_is_drawn_over_another():
+    # a tile mostly under another would be labelled where no tile can be seen (seats' rows
+    # used to cross at the table's corners: 4 in about 49,000 tiles)
+    for seed in range(2000):
+        tiles = random_layout(np.random.default_rng(seed), (640, 640), 40.0)
+        if len(tiles) < 2:
+            continue
+        centres = np.array([t.centre for t in tiles])
+        widths = np.array([t.width for t in tiles])
+        apart = np.hypot(*(centres[:, None] - centres[None]).transpose(2, 0, 1))
+        close = apart < 0.35 * (widths[:, None] + widths[None])
+        np.fill_diagonal(close, False)
+        assert not close.any(), seed

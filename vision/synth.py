@@ -135,7 +135,14 @@ def random_layout(
             else:
                 start = (margin, rng.uniform(0.1, 0.4) * ph)
             row = _row(rng, start, direction, n, width, meldish=True)
-            placed.extend(t for t in row if -width < t.centre[0] < pw + width)
+            # two seats' rows can meet at a corner: a tile drawn over another would leave a
+            # label on a tile that cannot be seen
+            others = list(placed)
+            placed.extend(
+                t
+                for t in row
+                if -width < t.centre[0] < pw + width and _non_overlapping([t], others)
+            )
         return placed
     attempts = int(rng.integers(2, 7)) if kind == "rows" else int(rng.integers(6, 30))
     for _ in range(attempts * 3):
