@@ -5,6 +5,7 @@ a person to fill in; then the tile F1 over the photos each verdict names.
     python bench/label_audit.py OUT [--split held_out] [--photos 60] [--model DIR] [--data DIR]
     python bench/label_audit.py OUT --blind [--photos 40] [--seed 0]
     python bench/label_audit.py --score OUT/audit.csv [--split held_out] [--model DIR]
+    python bench/label_audit.py --score SHEET --agree SECOND_SHEET
 
 The first form writes ``OUT/audit.csv`` (one row per photo, worst tile F1 first: its tiles,
 F1 over the labelled area, misses by cause as :func:`vision.dataset.miss_causes` splits them,
@@ -21,7 +22,9 @@ and each picture shows the labelled boxes alone, so that a verdict cannot lean o
 recogniser did on the photo; the sheet holds no figures. The verdicts of a blind audit of a
 random sample say how the figure over fitting photos compares with the whole:
 ``bench/audits/held_out_blind_seed0.csv`` holds one person's verdicts on every held-out
-photo in seed 0's order (figures and how far to trust them in ``docs/benchmarks.md``).
+photo in seed 0's order, and ``held_out_blind_seed1_second.csv`` a second auditor's, blind
+to the first, in seed 1's (figures and how far to trust them in ``docs/benchmarks.md``).
+``--agree`` says how two sheets agree and scores the photos both call alike.
 
 The ``verdict`` column is for the auditor: ``fits`` where the labelled boxes sit on their
 tiles as a person would draw them, ``misfit`` where they do not (shifted off the tiles, or
@@ -259,12 +262,42 @@ def score(
         misses[photo.path.name] = miss_causes(p, photo.boxes, photo.labels, pairs)
     out = {}
     for name, group in groups.items():
-        row: dict[str, float] = {**tile_f1(group, labelled_area_only=True), "photos": len(group)}
+        row: dict[str, float] = {
+            **tile_f1(group, labelled_area_only=True),
+            "photos": len(group),
+            **dict.fromkeys(MISS_CAUSES, 0),  # a group may be empty (every photo audited)
+        }
         for _, photo in group:
             for cause, n in misses[photo.path.name].items():
                 row[cause] = row.get(cause, 0) + n
         out[name] = row
     return out
+
+
+def agreement(a: dict[str, str], b: dict[str, str], names: Sequence[str]) -> dict[str, float]:
+    """How two auditors' verdicts on ``names`` agree: the photos each pair of verdicts names
+    (``fits/misfit`` is fits in ``a`` and misfit in ``b``; ``-`` for none), the share of the
+    photos both judged on which they agree, and Cohen's kappa there (agreement beyond what
+    two auditors calling fits as often as these would reach by chance)."""
+    out: dict[str, float] = {}
+    for name in names:
+        key = f"{a.get(name, '-')}/{b.get(name, '-')}"
+        out[key] = out.get(key, 0) + 1
+    both = [n for n in names if n in a and n in b]
+    if both:
+        agree = sum(a[n] == b[n] for n in both) / len(both)
+        fa = sum(a[n] == "fits" for n in both) / len(both)
+        fb = sum(b[n] == "fits" for n in both) / len(both)
+        chance = fa * fb + (1 - fa) * (1 - fb)
+        out["agreement"] = agree
+        out["kappa"] = (agree - chance) / (1 - chance) if chance < 1 else 1.0
+    return out
+
+
+def agreed(a: dict[str, str], b: dict[str, str]) -> dict[str, str]:
+    """The verdicts two sheets give alike (a photo they differ on, or that either left
+    empty, is left out)."""
+    return {name: v for name, v in a.items() if b.get(name) == v}
 
 
 def blind_sheet(out: Path, photos: Sequence[LabelledPhoto], drawn: int, seed: int) -> None:
@@ -307,6 +340,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, nargs="?", help="folder for the audit sheet")
     ap.add_argument("--score", type=Path, help="an audit sheet with verdicts filled in")
+    ap.add_argument(
+        "--agree",
+        type=Path,
+        metavar="SHEET",
+        help="with --score: a second auditor's sheet; say how the two agree, and score the "
+        "photos both call alike",
+    )
     ap.add_argument("--data", type=Path, default=shared_data_dir())
     ap.add_argument("--split", default="held_out", choices=SPLITS)
     ap.add_argument("--model", type=Path, default=None)
@@ -321,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give either an output folder or --score SHEET")
     if args.blind and args.out is None:
         ap.error("--blind writes a sheet: give an output folder")
+    if args.agree is not None and args.score is None:
+        ap.error("--agree compares a sheet with the one --score reads: give --score too")
     for name in ("limit", "photos"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             ap.error(f"--{name} must be 1 or more")  # -1 would drop the last photo silently
@@ -350,6 +392,19 @@ def _run(args: argparse.Namespace) -> int:
         verdicts = {
             name: v for name, v in read_verdicts(args.score, split).items() if name in looked_at
         }
+        if args.agree is not None:
+            second = {
+                name: v for name, v in read_verdicts(args.agree, split).items() if name in looked_at
+            }
+            agree = agreement(verdicts, second, [p.path.name for p in photos])
+            pairs = ", ".join(f"{k} {int(v)}" for k, v in agree.items() if "/" in k)
+            print(f"{args.score.name} / {args.agree.name}, photos by verdicts: {pairs}")
+            if "agreement" in agree:
+                print(
+                    f"  agreement on the photos both judged {agree['agreement']:.3f}, "
+                    f"Cohen's kappa {agree['kappa']:.2f}"
+                )
+            verdicts = agreed(verdicts, second)
     rec = TileRecognizer(args.model, threads=2)
     preds = [[(d.box, d.label, d.confidence) for d in rec.detect(p.image())] for p in photos]
     if args.score is not None:
@@ -357,8 +412,10 @@ def _run(args: argparse.Namespace) -> int:
             f"{len(photos)} {args.split} photos, {len(verdicts)} audited; tile F1 over the "
             f"labelled area, and the labelled tiles missed by cause:"
         )
+        both = {"fits": "both fit", "misfit": "both misfit", "not audited": "not agreed"}
         for name, f in score(verdicts, photos, preds).items():
             misses = ", ".join(f"{c} {int(f[c])}" for c in MISS_CAUSES)
+            name = both.get(name, name) if args.agree is not None else name
             print(
                 f"  {name:<12} {int(f['photos']):>4} photos  P {f['precision']:.3f}  "
                 f"R {f['recall']:.3f}  F1 {f['f1']:.3f}  ({int(f['tiles'])} tiles; {misses})"

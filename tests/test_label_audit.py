@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vision.dataset import LabelledPhoto, tile_f1
+from vision.dataset import MISS_CAUSES, LabelledPhoto, tile_f1
 
 _spec = importlib.util.spec_from_file_location(
     "label_audit", Path(__file__).resolve().parent.parent / "bench" / "label_audit.py"
@@ -76,6 +76,14 @@ def test_the_figures_per_verdict_split_the_photos():
     assert out["all"]["f1"] == pytest.approx(whole["f1"])
 
 
+def test_a_sheet_with_every_photo_audited_scores_an_empty_group_as_empty():
+    right = [((10.0, 10.0, 20.0, 30.0), 0, 0.9)]
+    verdicts = {"p0.jpg": "fits", "p1.jpg": "misfit", "p2.jpg": "fits"}
+    out = label_audit.score(verdicts, PHOTOS, [right, right, right])
+    assert out["not audited"]["photos"] == 0
+    assert [out["not audited"][c] for c in MISS_CAUSES] == [0] * len(MISS_CAUSES)
+
+
 def test_a_photo_read_right_has_no_misses():
     photo = _photo("a.jpg", [(10, 10, 20, 30), (40, 10, 20, 30)], [0, 1])
     preds = [((10.0, 10.0, 20.0, 30.0), 0, 0.9), ((40.0, 10.0, 20.0, 30.0), 1, 0.8)]
@@ -129,6 +137,46 @@ def test_blind_sheet_then_scored_on_the_real_photos(shared_data, tmp_path, capsy
     assert "fits            1 photos" in said and "not audited     3 photos" in said
 
 
+def test_two_auditors_agreement_and_the_photos_they_call_alike():
+    a = {"p0.jpg": "fits", "p1.jpg": "misfit", "p2.jpg": "fits", "p3.jpg": "fits"}
+    b = {"p0.jpg": "fits", "p1.jpg": "fits", "p2.jpg": "fits", "p4.jpg": "misfit"}
+    names = [f"p{k}.jpg" for k in range(5)]
+    out = label_audit.agreement(a, b, names)
+    assert {k: v for k, v in out.items() if "/" in k} == {
+        "fits/fits": 2,
+        "misfit/fits": 1,
+        "fits/-": 1,
+        "-/misfit": 1,
+    }
+    # both judged three photos and agree on two; a calls fits 2/3, b 3/3: chance 2/3
+    assert out["agreement"] == pytest.approx(2 / 3) and out["kappa"] == pytest.approx(0.0)
+    assert label_audit.agreed(a, b) == {"p0.jpg": "fits", "p2.jpg": "fits"}
+    same = label_audit.agreement(a, a, names)
+    assert same["agreement"] == 1.0 and same["kappa"] == 1.0
+    assert "agreement" not in label_audit.agreement(a, {}, names)
+
+
+def test_a_second_sheet_scores_the_photos_both_call_alike(shared_data, tmp_path, capsys):
+    from vision.dataset import load_photos
+
+    names = [p.path.name for p in load_photos(shared_data / "real-photos", ["held_out"])][:4]
+    first = _sheet(tmp_path, list(zip(names, ["fits", "fits", "misfit", ""], strict=True)))
+    second = tmp_path / "second.csv"
+    second.write_text(
+        "photo,verdict\n"
+        + "".join(f"{n},{v}\n" for n, v in zip(names[:2], ["fits", "misfit"], strict=True))
+    )
+    argv = ["--data", str(shared_data), "--limit", "4", "--score", str(first)]
+    assert label_audit.main([*argv, "--agree", str(second)]) == 0
+    said = capsys.readouterr().out
+    assert "fits/fits 1, fits/misfit 1, misfit/- 1, -/- 1" in said
+    assert "agreement on the photos both judged 0.500" in said
+    assert "both fit        1 photos" in said and "not agreed      3 photos" in said
+    with pytest.raises(SystemExit) as stop:
+        label_audit.main([str(tmp_path / "out"), "--agree", str(second)])
+    assert stop.value.code == 2 and "give --score too" in capsys.readouterr().err
+
+
 def test_ranked_sheet_puts_the_worst_photos_first(shared_data, tmp_path):
     out = tmp_path / "ranked"
     argv = [str(out), "--data", str(shared_data), "--limit", "6", "--photos", "3"]
@@ -161,3 +209,6 @@ def test_the_committed_audit_names_photos_of_the_held_out_split(shared_data):
     sheet = Path(label_audit.__file__).parent / "audits" / "held_out_blind_seed0.csv"
     verdicts = label_audit.read_verdicts(sheet, photos)
     assert sorted(set(verdicts.values())) == ["fits", "misfit"] and len(verdicts) == 181
+    # the second auditor's, blind to the first, judged every held-out photo
+    second = label_audit.read_verdicts(sheet.with_name("held_out_blind_seed1_second.csv"), photos)
+    assert sorted(set(second.values())) == ["fits", "misfit"] and len(second) == 207
