@@ -386,10 +386,35 @@ def test_a_lasting_change_of_cloth_is_learnt(
     assert _taken_away_under(sim_camera, pipeline, green, frames=50) == []
     later = [
         c.kind
-        for i in range(60, 80)
+        for i in range(50, 70)
         for c in pipeline.process(Frame(green(sim_camera.read().image, i), 200 + i, i, "x")).changes
     ]
     assert later == [ChangeKind.REMOVED] * 3
+
+
+def test_a_camera_away_for_a_minute_is_not_a_minute_of_a_new_felt(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    # two dim frames, the camera gone for 61 s, two dim frames again: the gap counted as a
+    # minute of dim frames, the dim colour was learnt as the felt, and nothing taken off the
+    # table once the lights were back was seen gone
+    _settled(sim_camera, pipeline)
+    pipeline.recognizer = NoTiles()  # the dim frames are not the renderer's own
+
+    def dim(t: float) -> Frame:
+        return Frame((sim_camera.read().image // 2).astype(np.uint8), int(t), t, "x")
+
+    for t in (10.0, 11.0, 72.0, 73.0):
+        assert pipeline.process(dim(t)).changes == ()
+    felt = pipeline.calibration.felt_hsv
+    assert felt is not None and pipeline._felt is not None and pipeline._felt[2] > 0.8 * felt[2]
+    sim_camera.clear()
+    changes = [
+        c.kind
+        for t in range(74, 94)
+        for c in pipeline.process(Frame(sim_camera.read().image, t, float(t), "x")).changes
+    ]
+    assert changes == [ChangeKind.REMOVED] * 3
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

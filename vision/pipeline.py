@@ -61,6 +61,10 @@ blown-out picture lie outside; light that changes slowly is followed (:data:`FEL
 and a lasting change at once is learnt after :data:`FELT_RELEARN_S`."""
 FELT_SATURATION = (0.7, 1.4)
 """The same for the zones' saturation, against a felt with a hue."""
+FELT_ODD_GAP_S = 5.0
+"""Lit frames of another colour more than this far apart are not one stretch of them: the
+camera was away, or no frames were read, and a minute of nothing is not a minute of a new
+felt."""
 FELT_FOLLOW = 0.05
 """How much of each usable frame's felt colour the remembered one takes on: it follows the
 light as it changes over an evening, not a sleeve that passes."""
@@ -161,7 +165,8 @@ class TablePipeline:
         self._zone_mask = calibration.zone_mask(BARE_PX_PER_MM)
         felt = calibration.felt_hsv
         self._felt: np.ndarray | None = None if felt is None else np.array(felt, np.float64)
-        self._odd: tuple[float, np.ndarray] | None = None  # since when, and what colour
+        # lit frames of another colour: since when, the last of them, and their colour
+        self._odd: tuple[float, float, np.ndarray] | None = None
 
     # -- one frame -----------------------------------------------------------------------------
 
@@ -234,6 +239,8 @@ class TablePipeline:
                 if on_error is not None:
                     on_error(exc)
                 lost = isinstance(exc, CameraLost) or not camera.is_open
+                if lost:
+                    self._odd = None  # a stretch of odd frames does not span an outage
                 if lost or failed:
                     _pause(retry_s, should_stop)
                 failed = True
@@ -373,12 +380,19 @@ class TablePipeline:
             return True
         # lit frames of one other colour for a long while, with the remembered felt nowhere
         # in the zones: the cloth or the light has changed for good
-        if lit and self._odd is not None and _looks_like(seen, self._odd[1]):
-            if stamp - self._odd[0] >= FELT_RELEARN_S and not self._felt_showing(zones):
+        odd = self._odd
+        if (
+            lit
+            and odd is not None
+            and stamp - odd[1] <= FELT_ODD_GAP_S
+            and _looks_like(seen, odd[2])
+        ):
+            if stamp - odd[0] >= FELT_RELEARN_S and not self._felt_showing(zones):
                 self._felt, self._odd = seen.astype(np.float64), None
                 return True
+            self._odd = (odd[0], stamp, odd[2])
         else:
-            self._odd = (stamp, seen.astype(np.float64)) if lit else None
+            self._odd = (stamp, stamp, seen.astype(np.float64)) if lit else None
         return False
 
     def _felt_showing(self, zones: np.ndarray) -> bool:
