@@ -564,8 +564,10 @@ class Reads:
         )
         return not under_hand and self.felt(quad)
 
-    def frame(self, reads: dict[int, tuple[int, float]] | None = None) -> list[TableChange]:
-        out = []
+    def frame(
+        self, reads: dict[int, tuple[int, float]] | None = None, extra: tuple[TileRead, ...] = ()
+    ) -> list[TableChange]:
+        out = list(extra)
         for i, p in enumerate(self.placed):
             if i in self.hidden:
                 continue
@@ -691,3 +693,32 @@ def test_the_settled_table_is_checked_for_more_copies_than_the_set_holds():
     assert [v.flowers for v in views[:2]] == [(Tile(34),), (Tile(34),)]
     assert all(v.needs_confirmation for v in views[:2])
     assert "the set has 1" in " ".join(views[0].notes)
+
+
+def test_a_settled_flower_read_as_a_playing_tile_for_a_while_is_not_taken_away():
+    # 4f read as 5s (unsure) for five frames was reported gone, then laid open, then new
+    table = Reads(TableLayout().with_seat(1, flowers=(Tile(37),)), stable_frames=STABLE)
+    for _ in range(6):
+        table.frame()
+    i = table.index(37)
+    changes = [c for _ in range(8) for c in table.frame({i: (int(parse_tiles("5s")[0]), 0.45)})]
+    assert changes == []
+    assert table.tracker.view(1).flowers == (Tile(37),)
+    assert table.tracker.view(1).open_tiles == ()
+
+
+def test_fingers_read_as_a_tile_beside_a_meld_being_laid_do_not_open_the_hand():
+    # an arm laying a pung hides one of its tiles, and the fingers read as 白 at 0.4: the two
+    # tiles and the phantom could not be one meld, so they settled as a hand laid open
+    table = Reads(TableLayout().with_seat(1, melds=(Meld.of("pung", "555s", 2),)))
+    under = table.index(int(parse_tiles("5s")[0]), 1)
+    quad = table.placed[under].quad()
+    towards_centre = (np.array([450.0, 450.0]) - quad.mean(axis=0)) * 0.12
+    phantom = TileRead(int(Tile.WHITE), 0.4, quad + towards_centre, True)
+    table.hidden = {under}
+    changes = [c for _ in range(8) for c in table.frame(extra=(phantom,))]
+    assert changes == []
+    table.hidden = set()
+    changes = [c for _ in range(8) for c in table.frame()]
+    assert [c.kind for c in changes] == [ChangeKind.MELD]
+    assert table.tracker.view(1).open_tiles == ()

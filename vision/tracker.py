@@ -25,12 +25,14 @@ once a change has been seen for ``stable_frames`` frames:
   of its kind, not yet stable, lies there (an added kong read unsteadily replaces its pung).
 
 Laid-open tiles mean a hand laid open after a win, so loose tiles settle as laid open only
-when they cannot be a meld being laid (or one whose claimed tile a hand still covers): not
+when they cannot be a meld being laid (tiles read unsure, such as the fingers of the hand
+laying it read as 白, do not count either way) (or one whose claimed tile a hand still covers): not
 while the seat's loose tiles could all be one meld (up to four of a tile, up to three of a
 run) and the seat has fewer than four melds, for up to ``laying_frames`` frames; lying
 unchanged longer, they are reported as laid open whatever they are (a pung laid with no tile
 turned, say: said, never lost). Loose tiles lying where a confirmed meld or flower lies are
-that thing seen in part, and do not count.
+that thing seen in part, or misread, and do not count: they neither replace it nor let it be
+taken as gone (the flower stays, in doubt while they are seen).
 
 What settles is flagged for the players (``needs_confirmation``, with a note saying why,
 in the change that reports it and in the settled views) whenever the frames leave it in
@@ -691,6 +693,8 @@ class TableTracker:
             ]
             if any(t.missed == 0 or t.clear < self.stable_frames for t in rivals):
                 continue  # the old reading is still there, or its place is hidden: wait
+            if cand.kind == _OPEN and any(t.kind != _OPEN for t in rivals):
+                continue  # a loose tile where a meld or flower lies is it misread, in part
             if any(self._arriving(t, tracks) for t in rivals):
                 continue  # what lay here is seen elsewhere, not yet settled: it may have moved
             for r in tracks:
@@ -716,12 +720,14 @@ class TableTracker:
         for t in [t for t in tracks if t.confirmed and t.clear >= self.remove_frames]:
             if any(
                 not c.confirmed
-                and c.kind == t.kind
+                and c.kind in _RIVAL_KINDS[t.kind]
                 and c.missed < self.forget_frames
                 and _overlaps(c.footprint, t.footprint)
                 for c in tracks
             ):
-                continue  # a new reading of its place, not yet steady, will replace it
+                # a new reading of its place, not yet steady, will replace it; or it is read
+                # as a loose tile there (a flower as a playing tile), and is still there
+                continue
             tracks.remove(t)
             open_changed |= t.kind == _OPEN
             if t.kind != _OPEN:
@@ -789,11 +795,21 @@ class TableTracker:
             and (t.confirmed or (not t.missed and t.seen >= self.stable_frames))
             and not any(_overlaps(t.footprint, o.footprint) for o in others)
         ]
-        if not steady or min(t.seen for t in steady) >= self.laying_frames:
+        if not steady:
+            return False  # every loose tile lies on a meld or flower: that thing, in part
+        if min(t.seen for t in steady) >= self.laying_frames:
             # lying that long unchanged, they are not a meld being laid: whatever they are
             # (a pung laid with no tile turned, say), they are said, not lost
             return True
-        loose = sorted(int(t.value.label) for t in steady)  # type: ignore[union-attr]
+        # an unsure read does not count against "one meld": the fingers of a hand laying a
+        # meld read as 白 at 0.4 must not turn the meld into a hand laid open
+        loose = sorted(
+            int(t.value.label)  # type: ignore[union-attr]
+            for t in steady
+            if not t.value.needs_confirmation
+        )
+        if not loose:
+            return False
         same = len(loose) <= 4 and len(set(loose)) == 1
         run = (
             len(loose) <= 3
