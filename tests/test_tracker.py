@@ -592,21 +592,55 @@ def test_a_thing_read_unsure_in_most_frames_settles_flagged_though_the_last_read
     by_kind = {c.kind: c for c in changes}
     assert set(by_kind) == {ChangeKind.FLOWER, ChangeKind.MELD}
     for change in by_kind.values():
-        assert change.needs_confirmation and "flagged in 4 frames" in change.note
+        assert change.needs_confirmation and "read unsure in 4 of its last 5 frames" in change.note
         assert change.to_json()["note"] == change.note
     meld = by_kind[ChangeKind.MELD].meld
     assert meld.needs_confirmation and meld.to_json()["note"] == by_kind[ChangeKind.MELD].note
     view = table.tracker.view(1)
     assert view.flowers == (Tile(39),) and view.needs_confirmation
     assert view.flower_reads[0].needs_confirmation and view.melds[0].needs_confirmation
-    # the doubt stands while reads stay doubtful, and clears once read sure for as long as it
-    # takes to remove a thing (the change that settled it carried the flag)
-    table.frame({flower: (39, 0.55), tile: (two, 0.55)})
-    for _ in range(table.tracker.remove_frames - 1):
-        table.frame({flower: (39, 0.9)})
+    # reads taking turns around the threshold keep the doubt; read surely again, it is gone
+    # (the change that settled it carried the flag)
+    for conf in (0.55, 0.65, 0.55, 0.65):
+        table.frame({flower: (39, conf), tile: (two, conf)})
         assert table.tracker.view(1).needs_confirmation
     table.frame({flower: (39, 0.9)})
     assert not table.tracker.view(1).needs_confirmation
+
+
+def test_one_unsure_frame_among_sure_ones_flags_nothing_once_past():
+    # a hand's edge over a pung as it is laid: its first frames unsure, the rest sure; and a
+    # frame of glare long after: asking the players then would be crying wolf
+    table = Reads(TableLayout().with_seat(0, melds=(Meld.of("pung", "EEE", 2),)))
+    east = [i for i, p in enumerate(table.placed) if p.label == int(Tile.EAST)]
+    changes = []
+    for conf in (0.45, 0.45, 0.45, 0.9, 0.9):
+        changes += table.frame({i: (int(Tile.EAST), conf) for i in east})
+    (change,) = changes
+    assert change.kind == ChangeKind.MELD and not change.needs_confirmation
+    for _ in range(20):
+        table.frame()
+    table.frame({east[0]: (int(Tile.EAST), 0.45)})
+    assert table.tracker.view(0).needs_confirmation  # the frame itself is unsure
+    table.frame()
+    assert not table.tracker.view(0).needs_confirmation
+
+
+def test_a_meld_pushed_along_does_not_put_its_neighbour_in_doubt():
+    layout = TableLayout().with_seat(
+        0, melds=(Meld.of("pung", "EEE", 2), Meld.of("chow", "345p", 3), Meld.of("pung", "WWW", 1))
+    )
+    table = Reads(layout)
+    for _ in range(6):
+        table.frame()
+    # the three touching melds pushed 35 mm along: each new place lies on its neighbour's
+    table.placed = shifted(table.placed, 0, 35.0, 0.0)
+    table.felt = felt_test([p.quad() for p in table.placed])
+    flagged = []
+    for _ in range(30):
+        assert table.frame() == []
+        flagged.append(table.tracker.view(0).needs_confirmation)
+    assert not any(flagged)
 
 
 @pytest.mark.parametrize("truth_first", [True, False])

@@ -38,10 +38,13 @@ What settles is flagged for the players (``needs_confirmation``, with a note say
 in the change that reports it and in the settled views) whenever the frames leave it in
 doubt, not only when the last frame does:
 
-* it was read unsure in any frame since it was last read sure ``remove_frames`` frames
-  running (one sure frame does not wipe out four unsure ones);
+* its recent frames read it unsure: each frame weighs half as much as the one after it,
+  and the unsure ones weigh :data:`DOUBT_WEIGHT` or more of the whole (four unsure frames
+  and one sure one leave it in doubt; one unsure frame among sure ones, or a meld's first
+  frames read unsure under the hand laying it, do not);
 * another reading of its place (another flower, a playing tile where a flower lies, another
-  meld; not the same meld seen in part, nor a pung growing into a kong) was seen in two frames
+  meld; not the same meld seen in part, nor a pung growing into a kong, nor a thing settled
+  at the seat pushed along onto it) was seen in two frames
   or more since it was last seen ``remove_frames`` frames running without one: two sure
   readings taking turns leave whichever settled first in doubt, not standing unflagged;
 * it replaced a sure reading of its place that it does not grow on (WWW read as NNN for a
@@ -175,9 +178,10 @@ class _Track:
     clear: int = 0  # consecutive frames unobserved with none of its place hidden
     confirmed: bool = False
     footprint: list[np.ndarray] = field(default_factory=list)
-    unsure: int = 0  # frames it was read unsure in, since it was last read sure for long
+    unsure: float = 0.0  # the weight of its recent frames read unsure (see DOUBT_WEIGHT)
+    recent: list[bool] = field(default_factory=list)  # its last frames: read unsure or not
     sure_run: int = 0  # consecutive frames it was observed read sure
-    doubt: str = ""  # why, in the last frame read unsure
+    doubt: str = ""  # how it was read in the last frame read unsure
     contradicts: str = ""  # what sure reading it replaced, not grown on
     # other readings of its place seen since it settled (what -> frames), until it has been
     # seen without one for as long as it takes to remove a thing
@@ -188,19 +192,21 @@ class _Track:
     def centre(self) -> np.ndarray:
         return np.mean([q.mean(axis=0) for q in self.footprint], axis=0)
 
-    def observe(self, value: MeldView | TileRead, clear_after: int) -> None:
-        """One frame's reading of it: an unsure one is remembered until ``clear_after``
-        frames in a row have read it sure, so one sure frame does not wipe out the doubt of
-        the frames before it."""
+    def observe(self, value: MeldView | TileRead, clear_after: int, window: int) -> None:
+        """One frame's reading of it. How doubtful its recent frames were is kept (each
+        frame weighing half the next), so one sure frame does not wipe out four unsure ones;
+        what it replaced is kept until it has been read sure ``clear_after`` frames running."""
         self.value = value
-        if value.needs_confirmation:
-            self.unsure += 1
+        unsure = bool(value.needs_confirmation)
+        self.unsure = 0.5 * self.unsure + 0.5 * unsure
+        self.recent = [*self.recent, unsure][-window:]
+        if unsure:
             self.sure_run = 0
-            self.doubt = _reason(value)
+            self.doubt = _read_as(value)
         else:
             self.sure_run += 1
             if self.sure_run >= clear_after:
-                self.unsure, self.doubt, self.contradicts = 0, "", ""
+                self.contradicts = ""
 
     def replaced(self, old: MeldView | TileRead) -> None:
         """It settled in place of a sure reading that it contradicts: one of the two is a
@@ -213,7 +219,7 @@ def _in_doubt_but_for(t: _Track, what: str) -> bool:
     """Whether anything but readings of ``what`` in its place puts ``t`` in doubt."""
     return bool(
         t.value.needs_confirmation
-        or t.unsure
+        or t.unsure >= DOUBT_WEIGHT
         or t.contradicts
         or any(n >= 2 for other, n in t.disputes.items() if other != what)
     )
@@ -247,10 +253,18 @@ def _grows_into(old: MeldView | TileRead, new: MeldView | TileRead) -> bool:
 
 
 def _reason(value: MeldView | TileRead) -> str:
-    """Why one frame's reading of a thing is flagged."""
+    """Why this frame's reading of a thing is flagged."""
     if isinstance(value, MeldView):
-        return value.note or f"{value.describe()} flagged"
-    return f"{value.describe()} flagged"
+        return value.note or "read unsure"
+    return "read unsure"
+
+
+def _read_as(value: MeldView | TileRead) -> str:
+    """How a thing was read, for a note: a meld's own note, or the tile, how sure, and the
+    runner-up."""
+    if isinstance(value, MeldView):
+        return value.note or value.describe()
+    return value.describe()
 
 
 def _what(value: MeldView | TileRead) -> str:
@@ -263,6 +277,12 @@ def _footprint(value: MeldView | TileRead) -> list[np.ndarray]:
     return [value.quad]
 
 
+DOUBT_WEIGHT = 0.3
+"""A settled thing is in doubt while its frames read unsure weigh this much of its recent
+frames, each frame weighing half the next: four unsure frames then a sure one weigh 0.47,
+unsure and sure frames taking turns 0.33 after a sure one; one unsure frame among sure ones
+weighs 0.25 a frame later, and a meld whose first three frames were read unsure under the
+hand laying it 0.22 when it settles."""
 EDGE_MM = 3.0
 """How far beyond a seen tile's outline its edge may still show (the outline found is a few
 millimetres off, and the tile's side shows around its face): what it covers, it covers that
@@ -496,22 +516,30 @@ class TableTracker:
 
     def _doubt(self, t: _Track, tracks: Sequence[_Track]) -> str:
         """Why the players should confirm what a track holds, or "" when nothing puts it in
-        doubt: its reading now is unsure; or it was read unsure in frames since it was last
-        read sure ``remove_frames`` times running; or another reading of its place, not
-        settled, keeps being seen (two sure readings taking turns: whichever settled first
-        would otherwise stand, unflagged)."""
+        doubt: its reading now is unsure; or its recent frames weigh unsure
+        (:data:`DOUBT_WEIGHT`); or it replaced a sure reading it does not grow on, and has
+        not been read sure ``remove_frames`` times running since; or another reading of its
+        place, not settled, keeps being seen (two sure readings taking turns: whichever
+        settled first would otherwise stand, unflagged)."""
         why: list[str] = []
         if t.value.needs_confirmation:
             why.append(_reason(t.value))
-        elif t.unsure:
-            times = "once" if t.unsure == 1 else f"in {t.unsure} frames"
-            why.append(f"flagged {times} lately ({t.doubt})")
+        elif t.unsure >= DOUBT_WEIGHT:
+            why.append(
+                f"read unsure in {sum(t.recent)} of its last {len(t.recent)} frames ({t.doubt})"
+            )
         if t.contradicts:
             why.append(t.contradicts)
         disputes = dict(t.disputes)
         if not t.confirmed:  # a candidate: the other readings of its place still going
+            known = {(c.kind, c.key) for c in tracks if c.confirmed}
             for r in tracks:
-                if not r.confirmed and r.missed < self.forget_frames and _disputes(r, t):
+                if (
+                    not r.confirmed
+                    and (r.kind, r.key) not in known
+                    and r.missed < self.forget_frames
+                    and _disputes(r, t)
+                ):
                     disputes[_what(r.value)] = max(disputes.get(_what(r.value), 0), r.seen)
         for what, n in disputes.items():
             if n >= 2:  # once is a glimpse (a hand's shadow, a tile half laid)
@@ -591,12 +619,12 @@ class TableTracker:
                     best, best_d = i, d
             if best is None:
                 track = _Track(kind, key, value, footprint=foot)
-                track.observe(value, self.remove_frames)
+                track.observe(value, self.remove_frames, self.stable_frames)
                 fresh.append(track)
                 continue
             t = tracks[best]
             observed.add(best)
-            t.observe(value, self.remove_frames)
+            t.observe(value, self.remove_frames, self.stable_frames)
             t.footprint = foot
             t.seen += 1
             t.missed = t.clear = 0
@@ -626,7 +654,12 @@ class TableTracker:
         frames: two sure readings taking turns leave the settled one in doubt, not whichever
         happened to settle first standing unflagged."""
         disputed: set[int] = set()
+        # a reading of something settled here is that thing seen elsewhere (pushed along,
+        # say), not another reading of its neighbour's place
+        known = {(t.kind, t.key) for t in settled}
         for r in unsettled:
+            if (r.kind, r.key) in known:
+                continue
             for t in settled:
                 if _disputes(r, t):
                     what = _what(r.value)
@@ -697,8 +730,14 @@ class TableTracker:
                 continue  # a loose tile where a meld or flower lies is it misread, in part
             if any(self._arriving(t, tracks) for t in rivals):
                 continue  # what lay here is seen elsewhere, not yet settled: it may have moved
+            known = {(t.kind, t.key) for t in tracks if t.confirmed}
             for r in tracks:
-                if not r.confirmed and r.missed < self.forget_frames and _disputes(r, cand):
+                if (
+                    not r.confirmed
+                    and (r.kind, r.key) not in known
+                    and r.missed < self.forget_frames
+                    and _disputes(r, cand)
+                ):
                     cand.disputes[_what(r.value)] = r.seen
             cand.confirmed = True
             for t in rivals:
