@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import cv2
@@ -599,10 +600,13 @@ def test_a_thing_read_unsure_in_most_frames_settles_flagged_though_the_last_read
     view = table.tracker.view(1)
     assert view.flowers == (Tile(39),) and view.needs_confirmation
     assert view.flower_reads[0].needs_confirmation and view.melds[0].needs_confirmation
-    # reads taking turns around the threshold keep the doubt; read surely again, it is gone
-    # (the change that settled it carried the flag)
-    for conf in (0.55, 0.65, 0.55, 0.65):
+    # reads taking turns around the threshold keep the doubt, in every frame; read sure for
+    # as long as it takes to remove a thing, it is gone
+    for conf in (0.65, 0.55, 0.65, 0.55, 0.65, 0.55):
         table.frame({flower: (39, conf), tile: (two, conf)})
+        assert table.tracker.view(1).needs_confirmation
+    for _ in range(table.tracker.remove_frames - 1):
+        table.frame({flower: (39, 0.9)})
         assert table.tracker.view(1).needs_confirmation
     table.frame({flower: (39, 0.9)})
     assert not table.tracker.view(1).needs_confirmation
@@ -756,3 +760,58 @@ def test_fingers_read_as_a_tile_beside_a_meld_being_laid_do_not_open_the_hand():
     changes = [c for _ in range(8) for c in table.frame()]
     assert [c.kind for c in changes] == [ChangeKind.MELD]
     assert table.tracker.view(1).open_tiles == ()
+
+
+def test_a_loose_tile_read_as_a_flower_for_a_while_is_flagged_and_comes_back():
+    # a laid-open 3p read as 3f for five frames became a flower for good, unflagged
+    hand = parse_tiles("123456789m 123p 55s")
+    table = Reads(TableLayout().with_seat(0, open_tiles=tuple(hand)))
+    for _ in range(6):
+        table.frame()
+    three = table.index(int(parse_tiles("3p")[0]))
+    changes = [c for _ in range(6) for c in table.frame({three: (36, 0.9)})]
+    (flower,) = [c for c in changes if c.kind == ChangeKind.FLOWER]
+    assert flower.needs_confirmation and "read as 3p before" in flower.note
+    for _ in range(10):
+        table.frame()
+    view = table.tracker.view(0)
+    assert view.flowers == () and len(view.open_tiles) == 14
+
+
+def test_a_loose_tile_on_a_flower_keeps_it_in_doubt_and_a_misread_meld_stays():
+    # a tile lying where a flower lay is not that flower pushed along, even a tile the hand
+    # shows already: the flower stays, flagged
+    hand = parse_tiles("123456789m 123p 5s")
+    layout = TableLayout().with_seat(0, flowers=(Tile(34),), open_tiles=tuple(hand))
+    table = Reads(layout)
+    for _ in range(6):
+        table.frame()
+    changes = [c for _ in range(20) for c in table.frame({table.index(34): (22, 0.97)})]
+    assert changes == []
+    view = table.tracker.view(0)
+    assert view.flowers == (Tile(34),) and view.needs_confirmation
+    assert "also read as 5s" in view.notes[0]
+    # a pung whose claimed tile is read upright reads as loose tiles: it stays, not gone
+    table = Reads(TableLayout().with_seat(0, melds=(Meld.of("pung", "555m", 1),)))
+    for _ in range(6):
+        table.frame()
+    sideways = next(i for i, p in enumerate(table.placed) if p.sideways)
+    upright = replace(table.placed[sideways], sideways=False)
+    upright = replace(upright, angle=upright.angle - 90.0)
+    table.placed[sideways] = upright
+    assert [c for _ in range(30) for c in table.frame()] == []
+    assert len(table.tracker.view(0).melds) == 1
+
+
+def test_a_settled_flag_does_not_flicker_with_every_other_frame():
+    table = Reads(TableLayout().with_seat(0, flowers=(Tile(34),)))
+    for _ in range(6):
+        table.frame()
+    rng = np.random.default_rng(0)
+    flagged = []
+    for _ in range(100):
+        conf = 0.45 if rng.random() < 0.4 else 0.97
+        table.frame({table.index(34): (34, conf)})
+        flagged.append(table.tracker.view(0).needs_confirmation)
+    flips = sum(a != b for a, b in itertools.pairwise(flagged))
+    assert sum(flagged) >= 80 and flips <= 10

@@ -62,9 +62,9 @@ and a lasting change at once is learnt after :data:`FELT_RELEARN_S`."""
 FELT_SATURATION = (0.7, 1.4)
 """The same for the zones' saturation, against a felt with a hue."""
 FELT_ODD_GAP_S = 5.0
-"""Lit frames of another colour more than this far apart are not one stretch of them: the
-camera was away, or no frames were read, and a minute of nothing is not a minute of a new
-felt."""
+"""The most that the time between two lit frames of another colour counts towards
+:data:`FELT_RELEARN_S`: a camera away for a minute is not a minute of a new felt, while a
+loop that stalls now and then (an overloaded Pi) still gets there."""
 FELT_FOLLOW = 0.05
 """How much of each usable frame's felt colour the remembered one takes on: it follows the
 light as it changes over an evening, not a sleeve that passes."""
@@ -165,7 +165,8 @@ class TablePipeline:
         self._zone_mask = calibration.zone_mask(BARE_PX_PER_MM)
         felt = calibration.felt_hsv
         self._felt: np.ndarray | None = None if felt is None else np.array(felt, np.float64)
-        # lit frames of another colour: since when, the last of them, and their colour
+        # lit frames of another colour: how long they have lasted (each gap counted up to
+        # FELT_ODD_GAP_S), when the last was, and their colour
         self._odd: tuple[float, float, np.ndarray] | None = None
 
     # -- one frame -----------------------------------------------------------------------------
@@ -381,18 +382,14 @@ class TablePipeline:
         # lit frames of one other colour for a long while, with the remembered felt nowhere
         # in the zones: the cloth or the light has changed for good
         odd = self._odd
-        if (
-            lit
-            and odd is not None
-            and stamp - odd[1] <= FELT_ODD_GAP_S
-            and _looks_like(seen, odd[2])
-        ):
-            if stamp - odd[0] >= FELT_RELEARN_S and not self._felt_showing(zones):
+        if lit and odd is not None and _looks_like(seen, odd[2]):
+            lasted = odd[0] + min(max(stamp - odd[1], 0.0), FELT_ODD_GAP_S)
+            if lasted >= FELT_RELEARN_S and not self._felt_showing(zones):
                 self._felt, self._odd = seen.astype(np.float64), None
                 return True
-            self._odd = (odd[0], stamp, odd[2])
+            self._odd = (lasted, stamp, odd[2])
         else:
-            self._odd = (stamp, stamp, seen.astype(np.float64)) if lit else None
+            self._odd = (0.0, stamp, seen.astype(np.float64)) if lit else None
         return False
 
     def _felt_showing(self, zones: np.ndarray) -> bool:

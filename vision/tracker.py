@@ -32,7 +32,8 @@ run) and the seat has fewer than four melds, for up to ``laying_frames`` frames;
 unchanged longer, they are reported as laid open whatever they are (a pung laid with no tile
 turned, say: said, never lost). Loose tiles lying where a confirmed meld or flower lies are
 that thing seen in part, or misread, and do not count: they neither replace it nor let it be
-taken as gone (the flower stays, in doubt while they are seen).
+taken as gone (a flower stays, in doubt while they are seen; a meld whose claimed tile is
+read upright stays).
 
 What settles is flagged for the players (``needs_confirmation``, with a note saying why,
 in the change that reports it and in the settled views) whenever the frames leave it in
@@ -41,14 +42,18 @@ doubt, not only when the last frame does:
 * its recent frames read it unsure: each frame weighs half as much as the one after it,
   and the unsure ones weigh :data:`DOUBT_WEIGHT` or more of the whole (four unsure frames
   and one sure one leave it in doubt; one unsure frame among sure ones, or a meld's first
-  frames read unsure under the hand laying it, do not);
+  frames read unsure under the hand laying it, do not); once settled in doubt this way, with
+  two unsure frames or more among its last ``stable_frames``, it stays flagged until read
+  sure ``remove_frames`` frames running, so the flag does not come and go every other frame;
 * another reading of its place (another flower, a playing tile where a flower lies, another
   meld; not the same meld seen in part, nor a pung growing into a kong, nor a thing settled
   at the seat pushed along onto it) was seen in two frames
   or more since it was last seen ``remove_frames`` frames running without one: two sure
   readings taking turns leave whichever settled first in doubt, not standing unflagged;
 * it replaced a sure reading of its place that it does not grow on (WWW read as NNN for a
-  few frames of glare): one of the two is a misread;
+  few frames of glare; a flower where a loose tile lay, or the other way round): one of the
+  two is a misread. A flower that replaced a loose tile this way is replaced back by it when
+  the tile is read again;
 * the table would then show a tile more often than the set holds it, which no one seat's
   readings can tell.
 
@@ -181,6 +186,7 @@ class _Track:
     unsure: float = 0.0  # the weight of its recent frames read unsure (see DOUBT_WEIGHT)
     recent: list[bool] = field(default_factory=list)  # its last frames: read unsure or not
     sure_run: int = 0  # consecutive frames it was observed read sure
+    latched: bool = False  # settled and in doubt from its reads, until read sure for long
     doubt: str = ""  # how it was read in the last frame read unsure
     contradicts: str = ""  # what sure reading it replaced, not grown on
     # other readings of its place seen since it settled (what -> frames), until it has been
@@ -207,6 +213,12 @@ class _Track:
             self.sure_run += 1
             if self.sure_run >= clear_after:
                 self.contradicts = ""
+                self.latched = False
+        # once settled, doubt from more than one unsure frame holds until it has been read
+        # sure for as long as it takes to remove a thing: a flag that came and went with
+        # every other frame would tell the players nothing
+        if self.confirmed and self.unsure >= DOUBT_WEIGHT and sum(self.recent) >= 2:
+            self.latched = True
 
     def replaced(self, old: MeldView | TileRead) -> None:
         """It settled in place of a sure reading that it contradicts: one of the two is a
@@ -219,10 +231,16 @@ def _in_doubt_but_for(t: _Track, what: str) -> bool:
     """Whether anything but readings of ``what`` in its place puts ``t`` in doubt."""
     return bool(
         t.value.needs_confirmation
-        or t.unsure >= DOUBT_WEIGHT
+        or _read_doubtful(t)
         or t.contradicts
         or any(n >= 2 for other, n in t.disputes.items() if other != what)
     )
+
+
+def _read_doubtful(t: _Track) -> bool:
+    """Whether its reads leave a track in doubt: a candidate by how its recent frames weigh
+    (:data:`DOUBT_WEIGHT`), a settled thing while that doubt holds."""
+    return t.latched if t.confirmed else t.unsure >= DOUBT_WEIGHT
 
 
 def _disputes(r: _Track, t: _Track) -> bool:
@@ -524,7 +542,7 @@ class TableTracker:
         why: list[str] = []
         if t.value.needs_confirmation:
             why.append(_reason(t.value))
-        elif t.unsure >= DOUBT_WEIGHT:
+        elif _read_doubtful(t):
             why.append(
                 f"read unsure in {sum(t.recent)} of its last {len(t.recent)} frames ({t.doubt})"
             )
@@ -536,7 +554,7 @@ class TableTracker:
             for r in tracks:
                 if (
                     not r.confirmed
-                    and (r.kind, r.key) not in known
+                    and not (r.kind == t.kind and (r.kind, r.key) in known)
                     and r.missed < self.forget_frames
                     and _disputes(r, t)
                 ):
@@ -655,17 +673,17 @@ class TableTracker:
         happened to settle first standing unflagged."""
         disputed: set[int] = set()
         # a reading of something settled here is that thing seen elsewhere (pushed along,
-        # say), not another reading of its neighbour's place
+        # say), not another reading of its neighbour's place; but a loose tile on a flower
+        # is not the hand's tile pushed there
         known = {(t.kind, t.key) for t in settled}
         for r in unsettled:
-            if (r.kind, r.key) in known:
-                continue
             for t in settled:
-                if _disputes(r, t):
-                    what = _what(r.value)
-                    t.disputes[what] = t.disputes.get(what, 0) + 1
-                    t.undisputed = 0
-                    disputed.add(id(t))
+                if (r.kind == t.kind and (r.kind, r.key) in known) or not _disputes(r, t):
+                    continue
+                what = _what(r.value)
+                t.disputes[what] = t.disputes.get(what, 0) + 1
+                t.undisputed = 0
+                disputed.add(id(t))
         for t in seen:
             if id(t) not in disputed:
                 t.undisputed += 1
@@ -726,27 +744,30 @@ class TableTracker:
             ]
             if any(t.missed == 0 or t.clear < self.stable_frames for t in rivals):
                 continue  # the old reading is still there, or its place is hidden: wait
-            if cand.kind == _OPEN and any(t.kind != _OPEN for t in rivals):
-                continue  # a loose tile where a meld or flower lies is it misread, in part
+            if cand.kind == _OPEN and any(t.kind != _OPEN and not t.contradicts for t in rivals):
+                # a loose tile where a meld or flower lies is it misread, or seen in part;
+                # unless that flower itself displaced a loose tile, and is as doubtful
+                continue
             if any(self._arriving(t, tracks) for t in rivals):
                 continue  # what lay here is seen elsewhere, not yet settled: it may have moved
             known = {(t.kind, t.key) for t in tracks if t.confirmed}
             for r in tracks:
                 if (
                     not r.confirmed
-                    and (r.kind, r.key) not in known
+                    and not (r.kind == cand.kind and (r.kind, r.key) in known)
                     and r.missed < self.forget_frames
                     and _disputes(r, cand)
                 ):
                     cand.disputes[_what(r.value)] = r.seen
             cand.confirmed = True
+            cand.latched = cand.unsure >= DOUBT_WEIGHT
             for t in rivals:
                 tracks.remove(t)
             changed = [t for t in rivals if (t.kind, t.key) != (cand.kind, cand.key)]
             for t in changed:
                 # a sure reading contradicted, not grown on: one of the two is a misread
                 if (
-                    t.kind == cand.kind
+                    (t.kind == cand.kind or {t.kind, cand.kind} == {_FLOWER, _OPEN})
                     and not _grows_into(t.value, cand.value)
                     and not _in_doubt_but_for(t, _what(cand.value))
                 ):
@@ -759,7 +780,7 @@ class TableTracker:
         for t in [t for t in tracks if t.confirmed and t.clear >= self.remove_frames]:
             if any(
                 not c.confirmed
-                and c.kind in _RIVAL_KINDS[t.kind]
+                and c.kind in (t.kind, _OPEN, *_RIVAL_KINDS[t.kind])
                 and c.missed < self.forget_frames
                 and _overlaps(c.footprint, t.footprint)
                 for c in tracks
