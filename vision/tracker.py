@@ -543,9 +543,9 @@ class TableTracker:
         if t.value.needs_confirmation:
             why.append(_reason(t.value))
         elif _read_doubtful(t):
-            why.append(
-                f"read unsure in {sum(t.recent)} of its last {len(t.recent)} frames ({t.doubt})"
-            )
+            k, n = sum(t.recent), len(t.recent)
+            when = f"in {k} of its last {n} frames" if k >= 2 else "lately"
+            why.append(f"read unsure {when} ({t.doubt})")
         if t.contradicts:
             why.append(t.contradicts)
         disputes = dict(t.disputes)
