@@ -490,31 +490,27 @@ class TableTracker:
         melds = ordered(_MELD)
         opens = ordered(_OPEN)
         notes: list[str] = []
-        flower_reads, meld_views, open_reads = [], [], []
-        for t in flowers:
-            why = self._doubt(t, self._tracks[seat])
-            r = t.value
-            assert isinstance(r, TileRead)
-            if why:
-                notes.append(f"seat {seat}: is this flower {r.describe()}? {why}")
-                r = replace(r, needs_confirmation=True)
-            flower_reads.append(r)
-        for t in melds:
-            why = self._doubt(t, self._tracks[seat])
-            m = t.value
-            assert isinstance(m, MeldView)
-            if why:
-                m = replace(m, needs_confirmation=True, note=why)
-                notes.append(f"seat {seat}: {m.describe()}: {why}")
-            meld_views.append(m)
-        for t in opens:
-            why = self._doubt(t, self._tracks[seat])
-            r = t.value
-            assert isinstance(r, TileRead)
-            if why:
-                notes.append(f"seat {seat}: unsure of an open tile, {r.describe()}: {why}")
-                r = replace(r, needs_confirmation=True)
-            open_reads.append(r)
+        everything = self._tracks[seat]
+
+        def settled(chosen: list[_Track], say: Callable[[Any, str], str]) -> list[Any]:
+            # each thing as settled, flagged (a meld with the reason as its note) when in doubt
+            out = []
+            for t in chosen:
+                value, why = t.value, self._doubt(t, everything)
+                if why:
+                    notes.append(say(value, why))
+                    note = {"note": why} if isinstance(value, MeldView) else {}
+                    value = replace(value, needs_confirmation=True, **note)
+                out.append(value)
+            return out
+
+        flower_reads = settled(
+            flowers, lambda r, why: f"seat {seat}: is this flower {r.describe()}? {why}"
+        )
+        meld_views = settled(melds, lambda m, why: f"seat {seat}: {m.describe()}: {why}")
+        open_reads = settled(
+            opens, lambda r, why: f"seat {seat}: unsure of an open tile, {r.describe()}: {why}"
+        )
         stray = [n for n, (seen, _) in self._stray[seat].items() if seen >= self.stable_frames]
         notes += stray
         reads: list[TileRead] = []
@@ -548,21 +544,26 @@ class TableTracker:
             why.append(f"read unsure {when} ({t.doubt})")
         if t.contradicts:
             why.append(t.contradicts)
-        disputes = dict(t.disputes)
-        if not t.confirmed:  # a candidate: the other readings of its place still going
-            known = {(c.kind, c.key) for c in tracks if c.confirmed}
-            for r in tracks:
-                if (
-                    not r.confirmed
-                    and not (r.kind == t.kind and (r.kind, r.key) in known)
-                    and r.missed < self.forget_frames
-                    and _disputes(r, t)
-                ):
-                    disputes[_what(r.value)] = max(disputes.get(_what(r.value), 0), r.seen)
+        # a candidate: the other readings of its place still going
+        disputes = t.disputes if t.confirmed else self._live_disputes(t, tracks)
         for what, n in disputes.items():
             if n >= 2:  # once is a glimpse (a hand's shadow, a tile half laid)
                 why.append(f"also read as {what} in {n} frames")
         return "; ".join(why)
+
+    def _live_disputes(self, t: _Track, tracks: Sequence[_Track]) -> dict[str, int]:
+        """The readings of ``t``'s place not settled and still going, and the frames each
+        has been seen in (not a reading of a thing of its kind settled at the seat: that is
+        the thing, pushed along)."""
+        known = {(c.kind, c.key) for c in tracks if c.confirmed}
+        return {
+            _what(r.value): r.seen
+            for r in tracks
+            if not r.confirmed
+            and not (r.kind == t.kind and (r.kind, r.key) in known)
+            and r.missed < self.forget_frames
+            and _disputes(r, t)
+        }
 
     # -- one frame -----------------------------------------------------------------------------
 
@@ -750,15 +751,7 @@ class TableTracker:
                 continue
             if any(self._arriving(t, tracks) for t in rivals):
                 continue  # what lay here is seen elsewhere, not yet settled: it may have moved
-            known = {(t.kind, t.key) for t in tracks if t.confirmed}
-            for r in tracks:
-                if (
-                    not r.confirmed
-                    and not (r.kind == cand.kind and (r.kind, r.key) in known)
-                    and r.missed < self.forget_frames
-                    and _disputes(r, cand)
-                ):
-                    cand.disputes[_what(r.value)] = r.seen
+            cand.disputes.update(self._live_disputes(cand, tracks))
             cand.confirmed = True
             cand.latched = cand.unsure >= DOUBT_WEIGHT
             for t in rivals:
