@@ -33,7 +33,8 @@ unchanged longer, they are reported as laid open whatever they are (a pung laid 
 turned, say: said, never lost). Loose tiles lying where a confirmed meld or flower lies are
 that thing seen in part, or misread, and do not count: they neither replace it nor let it be
 taken as gone (a flower stays, in doubt while they are seen; a meld whose claimed tile is
-read upright stays).
+read upright stays). Loose tiles that cannot be the meld's own (a hand laid open where it lay)
+do not hold it. Whatever is removed while in doubt is reported gone with the flag.
 
 What settles is flagged for the players (``needs_confirmation``, with a note saying why,
 in the change that reports it and in the settled views) whenever the frames leave it in
@@ -43,8 +44,9 @@ doubt, not only when the last frame does:
   and the unsure ones weigh :data:`DOUBT_WEIGHT` or more of the whole (four unsure frames
   and one sure one leave it in doubt; one unsure frame among sure ones, or a meld's first
   frames read unsure under the hand laying it, do not); once settled in doubt this way, with
-  two unsure frames or more among its last ``stable_frames``, it stays flagged until read
-  sure ``remove_frames`` frames running, so the flag does not come and go every other frame;
+  two unsure frames or more among its last ``stable_frames``, it stays flagged until no
+  more than one of its last ``remove_frames`` frames was unsure, so the flag does not come
+  and go every other frame;
 * another reading of its place (another flower, a playing tile where a flower lies, another
   meld; not the same meld seen in part, nor a pung growing into a kong, nor a thing settled
   at the seat pushed along onto it) was seen in two frames
@@ -53,7 +55,7 @@ doubt, not only when the last frame does:
 * it replaced a sure reading of its place that it does not grow on (WWW read as NNN for a
   few frames of glare; a flower where a loose tile lay, or the other way round): one of the
   two is a misread. A flower that replaced a loose tile this way is replaced back by it when
-  the tile is read again;
+  the tile is read again, once: the tile then stays, and flower readings only dispute it;
 * the table would then show a tile more often than the set holds it, which no one seat's
   readings can tell.
 
@@ -189,6 +191,7 @@ class _Track:
     latched: bool = False  # settled and in doubt from its reads, until read sure for long
     doubt: str = ""  # how it was read in the last frame read unsure
     contradicts: str = ""  # what sure reading it replaced, not grown on
+    displaced: str = ""  # the kind of reading of its place it settled over (for its life)
     # other readings of its place seen since it settled (what -> frames), until it has been
     # seen without one for as long as it takes to remove a thing
     disputes: dict[str, int] = field(default_factory=dict)
@@ -205,7 +208,7 @@ class _Track:
         self.value = value
         unsure = bool(value.needs_confirmation)
         self.unsure = 0.5 * self.unsure + 0.5 * unsure
-        self.recent = [*self.recent, unsure][-window:]
+        self.recent = [*self.recent, unsure][-max(window, clear_after) :]
         if unsure:
             self.sure_run = 0
             self.doubt = _read_as(value)
@@ -213,18 +216,20 @@ class _Track:
             self.sure_run += 1
             if self.sure_run >= clear_after:
                 self.contradicts = ""
-                self.latched = False
-        # once settled, doubt from more than one unsure frame holds until it has been read
-        # sure for as long as it takes to remove a thing: a flag that came and went with
-        # every other frame would tell the players nothing
-        if self.confirmed and self.unsure >= DOUBT_WEIGHT and sum(self.recent) >= 2:
+        # once settled, doubt from more than one unsure frame holds until no more than one
+        # of its last clear_after frames was unsure: a flag that came and went with every
+        # other frame would tell the players nothing
+        if self.confirmed and self.unsure >= DOUBT_WEIGHT and sum(self.recent[-window:]) >= 2:
             self.latched = True
+        elif sum(self.recent[-clear_after:]) <= 1:
+            self.latched = False
 
-    def replaced(self, old: MeldView | TileRead) -> None:
-        """It settled in place of a sure reading that it contradicts: one of the two is a
-        misread, as doubtful as a reading flagged now."""
+    def replaced(self, old: _Track) -> None:
+        """It settled in place of a reading that it contradicts: one of the two is a misread,
+        as doubtful as a reading flagged now."""
         self.sure_run = 0
-        self.contradicts = f"read as {_what(old)} before"
+        self.contradicts = f"read as {_what(old.value)} before"
+        self.displaced = old.kind
 
 
 def _in_doubt_but_for(t: _Track, what: str) -> bool:
@@ -719,6 +724,7 @@ class TableTracker:
     def _settle(self, seat: int, tracks: list[_Track]) -> list[TableChange]:
         changes: list[TableChange] = []
         open_changed = False
+        open_notes: list[str] = []  # loose tiles that became flowers, or the reverse
         ready = [
             t for t in tracks if not t.confirmed and not t.missed and t.seen >= self.stable_frames
         ]
@@ -745,9 +751,13 @@ class TableTracker:
             ]
             if any(t.missed == 0 or t.clear < self.stable_frames for t in rivals):
                 continue  # the old reading is still there, or its place is hidden: wait
-            if cand.kind == _OPEN and any(t.kind != _OPEN and not t.contradicts for t in rivals):
-                # a loose tile where a meld or flower lies is it misread, or seen in part;
-                # unless that flower itself displaced a loose tile, and is as doubtful
+            if cand.kind == _OPEN and any(self._holds_against(t, cand) for t in rivals):
+                continue  # a loose tile where a meld or flower lies is it misread, in part
+            if cand.kind == _FLOWER and any(
+                t.kind == _OPEN and t.displaced == _FLOWER for t in rivals
+            ):
+                # a loose tile that came back from being read as a flower: a flower reading
+                # now puts it in doubt (a dispute), it does not flip it over again
                 continue
             if any(self._arriving(t, tracks) for t in rivals):
                 continue  # what lay here is seen elsewhere, not yet settled: it may have moved
@@ -758,13 +768,16 @@ class TableTracker:
                 tracks.remove(t)
             changed = [t for t in rivals if (t.kind, t.key) != (cand.kind, cand.key)]
             for t in changed:
-                # a sure reading contradicted, not grown on: one of the two is a misread
-                if (
-                    (t.kind == cand.kind or {t.kind, cand.kind} == {_FLOWER, _OPEN})
+                # a sure reading contradicted, not grown on: one of the two is a misread; a
+                # flower where a loose tile lay, or the reverse, whatever the doubt before
+                if {t.kind, cand.kind} == {_FLOWER, _OPEN} or (
+                    t.kind == cand.kind
                     and not _grows_into(t.value, cand.value)
                     and not _in_doubt_but_for(t, _what(cand.value))
                 ):
-                    cand.replaced(t.value)
+                    cand.replaced(t)
+                    if _OPEN in (t.kind, cand.kind):
+                        open_notes.append(f"{_what(t.value)} read as {_what(cand.value)}")
             if len(changed) == len(rivals):
                 changes += self._report(seat, cand, changed, tracks)
             else:  # the same thing, only nudged: just what else it displaced is gone
@@ -773,7 +786,7 @@ class TableTracker:
         for t in [t for t in tracks if t.confirmed and t.clear >= self.remove_frames]:
             if any(
                 not c.confirmed
-                and c.kind in (t.kind, _OPEN, *_RIVAL_KINDS[t.kind])
+                and (c.kind in (t.kind, *_RIVAL_KINDS[t.kind]) or self._holds_against(t, c))
                 and c.missed < self.forget_frames
                 and _overlaps(c.footprint, t.footprint)
                 for c in tracks
@@ -787,7 +800,8 @@ class TableTracker:
                 changes.append(self._removed(seat, t))
         if open_changed:
             opens = [t for t in tracks if t.confirmed and t.kind == _OPEN]
-            doubts = [why for t in opens if (why := self._doubt(t, tracks))]
+            doubts = [*dict.fromkeys(open_notes)]
+            doubts += [f"{_what(t.value)}: {why}" for t in opens if (why := self._doubt(t, tracks))]
             changes.append(
                 TableChange(
                     seat,
@@ -799,6 +813,17 @@ class TableTracker:
                 )
             )
         return changes
+
+    def _holds_against(self, t: _Track, loose: _Track) -> bool:
+        """Whether settled ``t`` stands against a loose tile read on its place: a flower
+        (misread as a playing tile), unless it had itself displaced a loose tile; a meld, when
+        the tile could be one of its own (its claimed tile read upright, say)."""
+        if t.kind == _FLOWER:
+            return t.displaced != _OPEN
+        if t.kind == _MELD:
+            assert isinstance(t.value, MeldView) and isinstance(loose.value, TileRead)
+            return loose.value.label in {int(x) for x in t.value.tiles}
+        return False
 
     def _moved_from(self, cand: _Track, tracks: list[_Track]) -> _Track | None:
         """The nearest confirmed track of the same thing, out of sight with its place in plain
@@ -941,11 +966,22 @@ class TableTracker:
         return out
 
     def _removed(self, seat: int, t: _Track) -> TableChange:
+        # what goes while in doubt may not have been what lay there: say so
+        why = self._doubt(t, ())
         if t.kind == _MELD:
-            return TableChange(seat, ChangeKind.REMOVED, self.frame, meld=t.value)  # type: ignore[arg-type]
+            return TableChange(
+                seat,
+                ChangeKind.REMOVED,
+                self.frame,
+                meld=t.value,  # type: ignore[arg-type]
+                needs_confirmation=bool(why),
+                note=why,
+            )
         return TableChange(
             seat,
             ChangeKind.REMOVED,
             self.frame,
             flower=Tile(t.value.label),  # type: ignore[union-attr]
+            needs_confirmation=bool(why),
+            note=why,
         )
