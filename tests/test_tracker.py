@@ -762,13 +762,17 @@ def test_fingers_read_as_a_tile_beside_a_meld_being_laid_do_not_open_the_hand():
     assert table.tracker.view(1).open_tiles == ()
 
 
-def test_a_loose_tile_read_as_a_flower_for_a_while_is_flagged_and_comes_back():
-    # a laid-open 3p read as 3f for five frames became a flower for good, unflagged
-    hand = parse_tiles("123456789m 123p 55s")
-    table = Reads(TableLayout().with_seat(0, open_tiles=tuple(hand)))
+def _hand_laid_open() -> tuple[Reads, int]:
+    """A hand laid open and settled at seat 0, and the index of its 3p."""
+    table = Reads(TableLayout().with_seat(0, open_tiles=tuple(parse_tiles("123456789m 123p 55s"))))
     for _ in range(6):
         table.frame()
-    three = table.index(int(parse_tiles("3p")[0]))
+    return table, table.index(int(parse_tiles("3p")[0]))
+
+
+def test_a_loose_tile_read_as_a_flower_for_a_while_is_flagged_and_comes_back():
+    # a laid-open 3p read as 3f for five frames became a flower for good, unflagged
+    table, three = _hand_laid_open()
     changes = [c for _ in range(6) for c in table.frame({three: (36, 0.9)})]
     (flower,) = [c for c in changes if c.kind == ChangeKind.FLOWER]
     assert flower.needs_confirmation and "read as 3p before" in flower.note
@@ -820,11 +824,7 @@ def test_a_settled_flag_does_not_flicker_with_every_other_frame():
 
 def test_a_tile_read_as_a_flower_and_back_in_turns_settles_once_each_way():
     # 3p read as 3f and as 3p in bursts of six frames flipped flower and tile ten times
-    hand = parse_tiles("123456789m 123p 55s")
-    table = Reads(TableLayout().with_seat(0, open_tiles=tuple(hand)))
-    for _ in range(6):
-        table.frame()
-    three = table.index(int(parse_tiles("3p")[0]))
+    table, three = _hand_laid_open()
     changes = []
     for cycle in range(6):
         for _ in range(6):
