@@ -870,3 +870,45 @@ def test_a_held_doubt_clears_when_unsure_frames_grow_rare():
         table.frame({i: (34, 0.45 if f % 8 == 7 else 0.97)})
         flagged.append(table.tracker.view(0).needs_confirmation)
     assert not any(flagged[-40:][k] for k in range(40) if k % 8 != 7)
+
+
+def test_a_table_swept_clear_reports_things_gone_without_asking():
+    # the last frames before the tiles vanish read unsure (an arm sweeping them): every
+    # REMOVED was flagged, asking the players about a table they had just cleared
+    layout = TableLayout().with_seat(0, flowers=(Tile(34),), melds=(Meld.of("pung", "555m", 1),))
+    table = Reads(layout)
+    for _ in range(6):
+        table.frame()
+    for _ in range(3):
+        table.frame({i: (p.label, 0.5) for i, p in enumerate(table.placed)})
+    table.placed = []
+    table.felt = felt_test([])
+    changes = [c for _ in range(12) for c in table.frame()]
+    removed = [c for c in changes if c.kind == ChangeKind.REMOVED]
+    assert len(removed) == 2 and not any(c.needs_confirmation for c in removed)
+
+
+def test_one_tile_of_a_meld_left_behind_does_not_hold_it():
+    table = Reads(TableLayout().with_seat(0, melds=(Meld.of("pung", "555m", 1),)))
+    for _ in range(6):
+        table.frame()
+    left = next(p for p in table.placed if not p.sideways)
+    table.placed = []
+    table.felt = felt_test([left.quad()])
+    tile = TileRead(left.label, 0.97, left.quad())
+    changes = [c for _ in range(30) for c in table.frame(extra=(tile,))]
+    assert ChangeKind.REMOVED in [c.kind for c in changes]
+    view = table.tracker.view(0)
+    assert view.melds == () and [t.code for t in view.open_tiles] == ["5m"]
+
+
+def test_a_tile_back_from_a_flower_and_read_as_another_tile_still_flips_once():
+    table, three = _hand_laid_open()
+    four = int(parse_tiles("4p")[0])
+    changes = []
+    for cycle in range(8):
+        read = [{three: (36, 0.9)}, None, {three: (four, 0.9)}, None][cycle % 4]
+        for _ in range(6):
+            changes += table.frame(read)
+    assert [c.kind for c in changes].count(ChangeKind.FLOWER) == 1
+    assert table.tracker.view(0).flowers == ()

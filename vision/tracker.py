@@ -33,8 +33,10 @@ unchanged longer, they are reported as laid open whatever they are (a pung laid 
 turned, say: said, never lost). Loose tiles lying where a confirmed meld or flower lies are
 that thing seen in part, or misread, and do not count: they neither replace it nor let it be
 taken as gone (a flower stays, in doubt while they are seen; a meld whose claimed tile is
-read upright stays). Loose tiles that cannot be the meld's own (a hand laid open where it lay)
-do not hold it. Whatever is removed while in doubt is reported gone with the flag.
+read upright stays). Loose tiles hold a meld only when they could be all of it: one tile
+of it left behind, or a hand laid open where it lay, does not. Whatever is removed while in
+doubt about what it was (a contradiction, a dispute) is reported gone with the flag; a
+removal read unsure as it goes (an arm sweeping the table clear) is not.
 
 What settles is flagged for the players (``needs_confirmation``, with a note saying why,
 in the change that reports it and in the settled views) whenever the frames leave it in
@@ -188,10 +190,11 @@ class _Track:
     unsure: float = 0.0  # the weight of its recent frames read unsure (see DOUBT_WEIGHT)
     recent: list[bool] = field(default_factory=list)  # its last frames: read unsure or not
     sure_run: int = 0  # consecutive frames it was observed read sure
-    latched: bool = False  # settled and in doubt from its reads, until read sure for long
+    latched: bool = False  # settled and in doubt from its reads (see observe)
     doubt: str = ""  # how it was read in the last frame read unsure
     contradicts: str = ""  # what sure reading it replaced, not grown on
-    displaced: str = ""  # the kind of reading of its place it settled over (for its life)
+    # the kinds of reading of its place it settled over, its own and its forerunners' there
+    displaced: frozenset[str] = frozenset()
     # other readings of its place seen since it settled (what -> frames), until it has been
     # seen without one for as long as it takes to remove a thing
     disputes: dict[str, int] = field(default_factory=dict)
@@ -229,7 +232,6 @@ class _Track:
         as doubtful as a reading flagged now."""
         self.sure_run = 0
         self.contradicts = f"read as {_what(old.value)} before"
-        self.displaced = old.kind
 
 
 def _in_doubt_but_for(t: _Track, what: str) -> bool:
@@ -751,10 +753,10 @@ class TableTracker:
             ]
             if any(t.missed == 0 or t.clear < self.stable_frames for t in rivals):
                 continue  # the old reading is still there, or its place is hidden: wait
-            if cand.kind == _OPEN and any(self._holds_against(t, cand) for t in rivals):
+            if cand.kind == _OPEN and any(self._holds_against(t, cand, tracks) for t in rivals):
                 continue  # a loose tile where a meld or flower lies is it misread, in part
             if cand.kind == _FLOWER and any(
-                t.kind == _OPEN and t.displaced == _FLOWER for t in rivals
+                t.kind == _OPEN and _FLOWER in t.displaced for t in rivals
             ):
                 # a loose tile that came back from being read as a flower: a flower reading
                 # now puts it in doubt (a dispute), it does not flip it over again
@@ -768,6 +770,9 @@ class TableTracker:
                 tracks.remove(t)
             changed = [t for t in rivals if (t.kind, t.key) != (cand.kind, cand.key)]
             for t in changed:
+                # what lay here before, and what that had displaced (a tile that came back
+                # from a flower and was then read as another tile still came back)
+                cand.displaced |= t.displaced | {t.kind}
                 # a sure reading contradicted, not grown on: one of the two is a misread; a
                 # flower where a loose tile lay, or the reverse, whatever the doubt before
                 if {t.kind, cand.kind} == {_FLOWER, _OPEN} or (
@@ -786,7 +791,10 @@ class TableTracker:
         for t in [t for t in tracks if t.confirmed and t.clear >= self.remove_frames]:
             if any(
                 not c.confirmed
-                and (c.kind in (t.kind, *_RIVAL_KINDS[t.kind]) or self._holds_against(t, c))
+                and (
+                    c.kind in (t.kind, *_RIVAL_KINDS[t.kind])
+                    or (c.kind == _OPEN and self._holds_against(t, c, tracks))
+                )
                 and c.missed < self.forget_frames
                 and _overlaps(c.footprint, t.footprint)
                 for c in tracks
@@ -814,16 +822,26 @@ class TableTracker:
             )
         return changes
 
-    def _holds_against(self, t: _Track, loose: _Track) -> bool:
+    def _holds_against(self, t: _Track, loose: _Track, tracks: Sequence[_Track]) -> bool:
         """Whether settled ``t`` stands against a loose tile read on its place: a flower
-        (misread as a playing tile), unless it had itself displaced a loose tile; a meld, when
-        the tile could be one of its own (its claimed tile read upright, say)."""
+        (misread as a playing tile), unless it had itself displaced a loose tile; a meld,
+        when the loose tiles on its place could be all of it (its claimed tile read upright,
+        say), not one tile of it left behind."""
         if t.kind == _FLOWER:
-            return t.displaced != _OPEN
-        if t.kind == _MELD:
-            assert isinstance(t.value, MeldView) and isinstance(loose.value, TileRead)
-            return loose.value.label in {int(x) for x in t.value.tiles}
-        return False
+            return _OPEN not in t.displaced
+        if t.kind != _MELD or loose.kind != _OPEN:
+            return False
+        assert isinstance(t.value, MeldView)
+        own = [int(x) for x in t.value.tiles]
+        here = [
+            int(c.value.label)  # type: ignore[union-attr]
+            for c in tracks
+            if c.kind == _OPEN
+            and not c.confirmed
+            and c.missed < self.forget_frames
+            and _overlaps(c.footprint, t.footprint)
+        ]
+        return bool(own) and len(here) >= len(own) and set(here) <= set(own)
 
     def _moved_from(self, cand: _Track, tracks: list[_Track]) -> _Track | None:
         """The nearest confirmed track of the same thing, out of sight with its place in plain
@@ -966,8 +984,12 @@ class TableTracker:
         return out
 
     def _removed(self, seat: int, t: _Track) -> TableChange:
-        # what goes while in doubt may not have been what lay there: say so
-        why = self._doubt(t, ())
+        # what goes while in doubt about what it was may not have been what lay there: say
+        # so (not for reads unsure as it goes: an arm sweeping the table clear)
+        why = "; ".join(
+            [*filter(None, [t.contradicts])]
+            + [f"also read as {w} in {n} frames" for w, n in t.disputes.items() if n >= 2]
+        )
         if t.kind == _MELD:
             return TableChange(
                 seat,
