@@ -136,10 +136,14 @@ def _section(value: Any, name: str) -> Mapping[str, Any]:
     return value
 
 
+MAX_TIMEOUT = 3600.0
+"""The longest a command may be given to finish, in seconds (an hour's shuffle is a jam; far
+larger values overflow the platform's time_t inside the waits)."""
+
 _SERIAL_NUMBERS = {
     "command_timeout": (0.05, 600.0),
-    "shuffle_timeout": (0.1, 3600.0),
-    "walls_timeout": (0.1, 3600.0),
+    "shuffle_timeout": (0.1, MAX_TIMEOUT),
+    "walls_timeout": (0.1, MAX_TIMEOUT),
     "dice_timeout": (0.1, 600.0),
     "connect_timeout": (0.1, 600.0),
     "status_interval": (0.2, 0.5),

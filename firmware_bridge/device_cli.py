@@ -85,11 +85,6 @@ def _mask(text: str) -> int:
     return value
 
 
-#: the longest --timeout: the config's own cap on the slowest operations (an hour); far
-#: larger values overflow the platform's time_t inside the waits
-MAX_TIMEOUT = 3600.0  # table_device.MAX_TIMEOUT, not imported: registering stays cheap
-
-
 def _check_seconds(value: float, option: str, hi: float | None = None) -> None:
     """Refuse what argparse's ``float`` lets through but no wait can use: ``nan`` (every
     comparison is false, so a deadline never passes), ``inf`` and values past ``hi``
@@ -102,7 +97,7 @@ def _check_seconds(value: float, option: str, hi: float | None = None) -> None:
 
 
 def _port_and_config(args: argparse.Namespace) -> tuple[str, Any]:
-    from firmware_bridge.config import SerialConfig, load_bridge_config
+    from firmware_bridge.config import MAX_TIMEOUT, SerialConfig, load_bridge_config
     from firmware_bridge.errors import BridgeConfigError
 
     # the device command talks to the MCU alone: the [seat_panel] section is not its business

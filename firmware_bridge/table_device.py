@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from firmware_bridge import protocol as p
-from firmware_bridge.config import SerialConfig
+from firmware_bridge.config import MAX_TIMEOUT, SerialConfig
 from firmware_bridge.errors import (
     BridgeConfigError,
     CommandFailed,
@@ -94,10 +94,6 @@ class Identity:
     boot_id: int
     tile_sets: int
     tiles_per_set: int
-
-
-MAX_TIMEOUT = 3600.0
-"""The longest a command may be given to finish, in seconds (an hour's shuffle is a jam)."""
 
 
 def _given(timeout: float | None, default: float) -> float:

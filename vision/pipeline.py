@@ -51,6 +51,8 @@ HUE_TOLERANCE = 8
 """How far (OpenCV hue units, 2 degrees each) a pixel's hue may be from the felt's."""
 BRIGHTER_BY = 25
 """Levels of brightness (HSV value) above a dark felt's by which a pixel is not felt."""
+GREY_SATURATION = 50
+"""A felt of less saturation than this (HSV) is grey, black or cream: it has no hue to go by."""
 GREY_CHROMA = 15
 """How much more colourful (saturation x value / 255) than a grey, black or cream felt a
 pixel of it may be: its weave and the camera's noise, not a coloured sleeve."""
@@ -418,7 +420,7 @@ def _looks_like(seen: np.ndarray, felt: np.ndarray) -> bool:
     low, high = FELT_LIGHT
     if not low * fv <= v <= high * fv + 10:
         return False
-    if fs < 50:  # a grey, black or cream top: no hue to go by
+    if fs < GREY_SATURATION:
         return s <= fs + 25
     dh = abs(h - fh) % 180
     # a pale felt's hue moves more with the camera's white balance
@@ -455,7 +457,7 @@ def _table_showing(hsv: np.ndarray, felt: np.ndarray) -> np.ndarray:
     h, s, v = cv2.split(hsv)
     light = float(felt[2])
     not_brighter = v <= max(1.35 * light, light + BRIGHTER_BY)
-    if felt[1] < 50:
+    if felt[1] < GREY_SATURATION:
         chroma = s.astype(np.float32) * v.astype(np.float32) / 255
         return (chroma <= float(felt[1]) * light / 255 + GREY_CHROMA) & not_brighter
     dh = cv2.absdiff(h, float(felt[0]))

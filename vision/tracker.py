@@ -25,9 +25,9 @@ once a change has been seen for ``stable_frames`` frames:
   of its kind, not yet stable, lies there (an added kong read unsteadily replaces its pung).
 
 Laid-open tiles mean a hand laid open after a win, so loose tiles settle as laid open only
-when they cannot be a meld being laid (tiles read unsure, such as the fingers of the hand
-laying it read as 白, do not count either way) (or one whose claimed tile a hand still covers): not
-while the seat's loose tiles could all be one meld (up to four of a tile, up to three of a
+when they cannot be a meld being laid, or one whose claimed tile a hand still covers (tiles
+read unsure, such as the fingers of the hand laying it read as 白, do not count): not while
+the seat's loose tiles could all be one meld (up to four of a tile, up to three of a
 run) and the seat has fewer than four melds, for up to ``laying_frames`` frames; lying
 unchanged longer, they are reported as laid open whatever they are (a pung laid with no tile
 turned, say: said, never lost). Loose tiles lying where a confirmed meld or flower lies are
@@ -51,9 +51,9 @@ doubt, not only when the last frame does:
   and go every other frame;
 * another reading of its place (another flower, a playing tile where a flower lies, another
   meld; not the same meld seen in part, nor a pung growing into a kong, nor a thing settled
-  at the seat pushed along onto it) was seen in two frames
-  or more since it was last seen ``remove_frames`` frames running without one: two sure
-  readings taking turns leave whichever settled first in doubt, not standing unflagged;
+  at the seat pushed along onto it) was seen in two frames or more since it was last seen
+  ``remove_frames`` frames running without one: two sure readings taking turns leave
+  whichever settled first in doubt, not standing unflagged;
 * it replaced a sure reading of its place that it does not grow on (WWW read as NNN for a
   few frames of glare; a flower where a loose tile lay, or the other way round): one of the
   two is a misread. A flower that replaced a loose tile this way is replaced back by it when
@@ -234,29 +234,21 @@ class _Track:
         self.contradicts = f"read as {_what(old.value)} before"
 
 
-def _in_doubt_but_for(t: _Track, what: str) -> bool:
-    """Whether anything but readings of ``what`` in its place puts ``t`` in doubt."""
-    return bool(
-        t.value.needs_confirmation
-        or _read_doubtful(t)
-        or t.contradicts
-        or any(n >= 2 for other, n in t.disputes.items() if other != what)
-    )
-
-
 def _read_doubtful(t: _Track) -> bool:
     """Whether its reads leave a track in doubt: a candidate by how its recent frames weigh
     (:data:`DOUBT_WEIGHT`), a settled thing while that doubt holds."""
     return t.latched if t.confirmed else t.unsure >= DOUBT_WEIGHT
 
 
-def _disputes(r: _Track, t: _Track) -> bool:
+def _disputes(r: _Track, t: _Track, settled: set[tuple[str, Any]]) -> bool:
     """Whether reading ``r`` is another reading of ``t``'s place: of a kind that can be
     mistaken for it, not the same thing, not it seen in part or grown (a pung becoming a
-    kong, a kong half hidden), and lying where it lies."""
+    kong, a kong half hidden), not a thing of its kind settled at the seat (``settled``:
+    kinds and keys) pushed along onto it, and lying where it lies."""
     return (
         r is not t
         and r.kind in _RIVAL_KINDS[t.kind]
+        and not (r.kind == t.kind and (r.kind, r.key) in settled)
         and (r.kind, r.key) != (t.kind, t.key)
         and not _grows_into(r.value, t.value)
         and not _grows_into(t.value, r.value)
@@ -535,17 +527,26 @@ class TableTracker:
             stray_notes=tuple(stray),
         )
 
-    def _doubt(self, t: _Track, tracks: Sequence[_Track]) -> str:
+    def _doubt(
+        self,
+        t: _Track,
+        tracks: Sequence[_Track],
+        *,
+        reads: bool = True,
+        but_for: str | None = None,
+    ) -> str:
         """Why the players should confirm what a track holds, or "" when nothing puts it in
         doubt: its reading now is unsure; or its recent frames weigh unsure
         (:data:`DOUBT_WEIGHT`); or it replaced a sure reading it does not grow on, and has
         not been read sure ``remove_frames`` times running since; or another reading of its
         place, not settled, keeps being seen (two sure readings taking turns: whichever
-        settled first would otherwise stand, unflagged)."""
+        settled first would otherwise stand, unflagged). ``reads=False`` leaves out how it
+        was read (only what it was is in doubt); ``but_for`` leaves out the readings of its
+        place as that."""
         why: list[str] = []
-        if t.value.needs_confirmation:
+        if reads and t.value.needs_confirmation:
             why.append(_reason(t.value))
-        elif _read_doubtful(t):
+        elif reads and _read_doubtful(t):
             k, n = sum(t.recent), len(t.recent)
             when = f"in {k} of its last {n} frames" if k >= 2 else "lately"
             why.append(f"read unsure {when} ({t.doubt})")
@@ -554,7 +555,7 @@ class TableTracker:
         # a candidate: the other readings of its place still going
         disputes = t.disputes if t.confirmed else self._live_disputes(t, tracks)
         for what, n in disputes.items():
-            if n >= 2:  # once is a glimpse (a hand's shadow, a tile half laid)
+            if n >= 2 and what != but_for:  # once is a glimpse (a hand's shadow, a tile laid)
                 why.append(f"also read as {what} in {n} frames")
         return "; ".join(why)
 
@@ -562,14 +563,11 @@ class TableTracker:
         """The readings of ``t``'s place not settled and still going, and the frames each
         has been seen in (not a reading of a thing of its kind settled at the seat: that is
         the thing, pushed along)."""
-        known = {(c.kind, c.key) for c in tracks if c.confirmed}
+        settled = {(c.kind, c.key) for c in tracks if c.confirmed}
         return {
             _what(r.value): r.seen
             for r in tracks
-            if not r.confirmed
-            and not (r.kind == t.kind and (r.kind, r.key) in known)
-            and r.missed < self.forget_frames
-            and _disputes(r, t)
+            if not r.confirmed and r.missed < self.forget_frames and _disputes(r, t, settled)
         }
 
     # -- one frame -----------------------------------------------------------------------------
@@ -599,7 +597,7 @@ class TableTracker:
     def _with_extra_copies_flagged(self, changes: list[TableChange]) -> list[TableChange]:
         """The changes, with any that shows a tile the settled table now holds more often than
         the set does flagged: each seat's readings may be sure, and the table still wrong."""
-        extra = extra_copies(self.views)
+        extra = extra_copies([self.view(k) for k in range(SEATS)])
         if not extra:
             return changes
         out = []
@@ -680,13 +678,10 @@ class TableTracker:
         frames: two sure readings taking turns leave the settled one in doubt, not whichever
         happened to settle first standing unflagged."""
         disputed: set[int] = set()
-        # a reading of something settled here is that thing seen elsewhere (pushed along,
-        # say), not another reading of its neighbour's place; but a loose tile on a flower
-        # is not the hand's tile pushed there
         known = {(t.kind, t.key) for t in settled}
         for r in unsettled:
             for t in settled:
-                if (r.kind == t.kind and (r.kind, r.key) in known) or not _disputes(r, t):
+                if not _disputes(r, t, known):
                     continue
                 what = _what(r.value)
                 t.disputes[what] = t.disputes.get(what, 0) + 1
@@ -778,7 +773,7 @@ class TableTracker:
                 if {t.kind, cand.kind} == {_FLOWER, _OPEN} or (
                     t.kind == cand.kind
                     and not _grows_into(t.value, cand.value)
-                    and not _in_doubt_but_for(t, _what(cand.value))
+                    and not self._doubt(t, tracks, but_for=_what(cand.value))
                 ):
                     cand.replaced(t)
                     if _OPEN in (t.kind, cand.kind):
@@ -986,10 +981,7 @@ class TableTracker:
     def _removed(self, seat: int, t: _Track) -> TableChange:
         # what goes while in doubt about what it was may not have been what lay there: say
         # so (not for reads unsure as it goes: an arm sweeping the table clear)
-        why = "; ".join(
-            [*filter(None, [t.contradicts])]
-            + [f"also read as {w} in {n} frames" for w, n in t.disputes.items() if n >= 2]
-        )
+        why = self._doubt(t, (), reads=False)
         if t.kind == _MELD:
             return TableChange(
                 seat,
