@@ -10,7 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from controller.errors import ModelError
@@ -338,6 +338,8 @@ def test_box_target_of_an_unmoved_crop_is_the_tile_itself():
     x=st.floats(20, 200), y=st.floats(20, 200), w=st.floats(12, 60), aspect=st.floats(0.5, 2.0),
     seed=st.integers(0, 2**32 - 1), any_tilt=st.sampled_from([0.0, 1.0]),
 )  # fmt: skip
+# the smallest, tallest tile turned: its mask's plain bounding box reads IoU 0.82 (see below)
+@example(x=20.0, y=20.0, w=12.0, aspect=2.0, seed=556, any_tilt=1.0)
 def test_augmented_crops_know_where_their_tile_is(x, y, w, aspect, seed, any_tilt):
     # a white tile on black: whatever window jitter and turn the augmentation draws, the
     # box it says the tile has in the crop, mapped back through the window the crop stands
@@ -357,8 +359,16 @@ def test_augmented_crops_know_where_their_tile_is(x, y, w, aspect, seed, any_til
     mask = grey > (grey.min() + grey.max()) / 2
     ys, xs = np.nonzero(mask)
     assume(xs.min() > 0 and ys.min() > 0 and xs.max() < CROP_SIZE - 1 and ys.max() < CROP_SIZE - 1)
+    said = (cx - bw / 2, cy - bh / 2, bw, bh)
     seen = (xs.min() - 0.5, ys.min() - 0.5, xs.max() - xs.min() + 1, ys.max() - ys.min() + 1)
-    assert box_iou(seen, (cx - bw / 2, cy - bh / 2, bw, bh)) > 0.85
+    # a turned tile's box ends at its sharp corners, which the warp's antialiasing leaves
+    # under half bright: the mask falls short of it by up to 2 px a side, whatever the tile's
+    # size. The mask's turned outline (its least-area rectangle) keeps those corners.
+    pixels = [np.stack([xs + dx, ys + dy], 1) for dx in (-0.5, 0.5) for dy in (-0.5, 0.5)]
+    corners = cv2.boxPoints(cv2.minAreaRect(np.concatenate(pixels).astype(np.float32)))
+    lo, hi = corners.min(axis=0), corners.max(axis=0)
+    outline = (lo[0], lo[1], hi[0] - lo[0], hi[1] - lo[1])
+    assert max(box_iou(seen, said), box_iou(outline, said)) > 0.85
 
 
 @pytest.mark.parametrize("any_tilt", [0.0, 1.0])
