@@ -340,6 +340,8 @@ def test_box_target_of_an_unmoved_crop_is_the_tile_itself():
 )  # fmt: skip
 # the smallest, tallest tile turned: its mask's plain bounding box reads IoU 0.82 (see below)
 @example(x=20.0, y=20.0, w=12.0, aspect=2.0, seed=556, any_tilt=1.0)
+# the window drawn smaller than the tile: the crop is all tile, with no edge to measure
+@example(x=20.0, y=20.0, w=12.0, aspect=1.0, seed=41133872, any_tilt=0.0)
 def test_augmented_crops_know_where_their_tile_is(x, y, w, aspect, seed, any_tilt):
     # a white tile on black: whatever window jitter and turn the augmentation draws, the
     # box it says the tile has in the crop, mapped back through the window the crop stands
@@ -358,6 +360,8 @@ def test_augmented_crops_know_where_their_tile_is(x, y, w, aspect, seed, any_til
     # the crop's colour jitter moves the levels: the tile is the brighter half
     mask = grey > (grey.min() + grey.max()) / 2
     ys, xs = np.nonzero(mask)
+    # the tile must lie whole inside the crop for its edges to be measured
+    assume(xs.size > 0)
     assume(xs.min() > 0 and ys.min() > 0 and xs.max() < CROP_SIZE - 1 and ys.max() < CROP_SIZE - 1)
     said = (cx - bw / 2, cy - bh / 2, bw, bh)
     seen = (xs.min() - 0.5, ys.min() - 0.5, xs.max() - xs.min() + 1, ys.max() - ys.min() + 1)
