@@ -624,10 +624,19 @@ def test_one_unsure_frame_among_sure_ones_flags_nothing_once_past():
     assert change.kind == ChangeKind.MELD and not change.needs_confirmation
     for _ in range(20):
         table.frame()
+    # nor in its own frame: a flag that comes and goes with one frame tells the players
+    # nothing, and the pung is shown as it was last read sure
     table.frame({east[0]: (int(Tile.EAST), 0.45)})
-    assert table.tracker.view(0).needs_confirmation  # the frame itself is unsure
+    view = table.tracker.view(0)
+    assert not view.needs_confirmation and view.notes == ()
+    assert not view.melds[0].needs_confirmation and min(r.confidence for r in view.reads) > 0.6
     table.frame()
     assert not table.tracker.view(0).needs_confirmation
+    # a second unsure frame soon after is doubt, flagged at once and shown as read
+    table.frame({east[0]: (int(Tile.EAST), 0.45)})
+    view = table.tracker.view(0)
+    assert view.needs_confirmation and view.melds[0].needs_confirmation
+    assert min(r.confidence for r in view.reads) == pytest.approx(0.45)
 
 
 def test_a_meld_pushed_along_does_not_put_its_neighbour_in_doubt():
@@ -912,3 +921,27 @@ def test_a_tile_back_from_a_flower_and_read_as_another_tile_still_flips_once():
             changes += table.frame(read)
     assert [c.kind for c in changes].count(ChangeKind.FLOWER) == 1
     assert table.tracker.view(0).flowers == ()
+
+
+def test_a_hand_over_part_of_a_meld_leaves_no_note_about_the_rest():
+    # a hand over a pung's two upright tiles left its claimed tile "sideways in no meld", a
+    # note the seat's view kept, asking the players, until eight frames after it had gone
+    table = Reads(TableLayout().with_seat(0, melds=(Meld.of("pung", "EEE", 2),)))
+    for _ in range(6):
+        table.frame()
+    table.hidden = {i for i, p in enumerate(table.placed) if not p.sideways}
+    for _ in range(2 * STABLE):
+        assert table.frame() == []
+        view = table.tracker.view(0)
+        assert view.notes == () and not view.needs_confirmation and len(view.melds) == 1
+    table.hidden = set()
+    for _ in range(10):
+        table.frame()
+        assert table.tracker.view(0).notes == ()
+    # a tile lying sideways apart from any meld is still asked about
+    (claimed,) = [p for p in table.placed if p.sideways]
+    table.placed += shifted([claimed], 0, 150.0, 0.0)
+    for _ in range(STABLE):
+        table.frame()
+    note = "seat 0: E lies sideways but is not part of a meld"
+    assert table.tracker.view(0).stray_notes == (note,)

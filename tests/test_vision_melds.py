@@ -700,3 +700,5 @@ def test_stray_tiles_are_named_in_stray_notes_for_the_tracker() -> None:
         "seat 0: 5p lies sideways but is not part of a meld",
     )
     assert set(view.stray_notes) <= set(view.notes) and view.needs_confirmation
+    # with the tile each is about, so the tracker can tell a meld seen in part
+    assert [r.label for r in view.stray_reads] == [BACK, label_from_name("5p")]

@@ -184,7 +184,8 @@ class SeatView:
     per thing the players should confirm; ``reads`` every tile found in the seat's zone.
     ``stray_notes`` are those of ``notes`` about tiles that no flower, meld or open tile
     holds, or holds as it should (a face-down tile not part of a kong, a sideways tile in no
-    meld): the tracker keeps the ones that last.
+    meld): the tracker keeps the ones that last. ``stray_reads`` are the tiles they are
+    about, one for each, in the same order.
     """
 
     seat: int
@@ -196,6 +197,7 @@ class SeatView:
     flower_reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
     open_reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
     stray_notes: tuple[str, ...] = field(default=(), compare=False)
+    stray_reads: tuple[TileRead, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def needs_confirmation(self) -> bool:
@@ -681,6 +683,7 @@ def group_seat(
     unit = tile_mm or (float(np.median([t.short for t in tiles])) if tiles else DEFAULT_TILE_MM)
     notes: list[str] = []
     stray: list[str] = []
+    stray_reads: list[TileRead] = []
     # a flower read with a playing tile as runner-up may be a meld's tile misread (a claimed
     # 5p read as 1f): it goes into the rows with the rest, and back to the flowers unless a
     # meld takes it
@@ -708,6 +711,7 @@ def group_seat(
                     flowers.append(t)
                 elif t.label == BACK:
                     stray.append(f"seat {seat}: a face-down tile that is not part of a kong")
+                    stray_reads.append(t.read)
                     notes.append(stray[-1])
                 elif t.sideways:
                     # named without its confidence, which moves from frame to frame: the
@@ -716,6 +720,7 @@ def group_seat(
                         f"seat {seat}: {label_name(t.label)} lies sideways but is not part of "
                         "a meld"
                     )
+                    stray_reads.append(t.read)
                     notes.append(stray[-1])
                     open_tiles.append(t)
                 else:
@@ -740,6 +745,7 @@ def group_seat(
         open_tiles=tuple(Tile(t.label) for t in open_tiles),
         notes=tuple(notes),
         stray_notes=tuple(stray),
+        stray_reads=tuple(stray_reads),
         reads=tuple(reads),
         flower_reads=tuple(f.read for f in flowers),
         open_reads=tuple(t.read for t in open_tiles),

@@ -190,6 +190,7 @@ class _Track:
     unsure: float = 0.0  # the weight of its recent frames read unsure (see DOUBT_WEIGHT)
     recent: list[bool] = field(default_factory=list)  # its last frames: read unsure or not
     sure_run: int = 0  # consecutive frames it was observed read sure
+    sure: MeldView | TileRead | None = None  # its last reading not flagged
     latched: bool = False  # settled and in doubt from its reads (see observe)
     doubt: str = ""  # how it was read in the last frame read unsure
     contradicts: str = ""  # what sure reading it replaced, not grown on
@@ -210,6 +211,8 @@ class _Track:
         what it replaced is kept until it has been read sure ``clear_after`` frames running."""
         self.value = value
         unsure = bool(value.needs_confirmation)
+        if not unsure:
+            self.sure = value
         self.unsure = 0.5 * self.unsure + 0.5 * unsure
         self.recent = [*self.recent, unsure][-max(window, clear_after) :]
         if unsure:
@@ -490,12 +493,16 @@ class TableTracker:
         opens = ordered(_OPEN)
         notes: list[str] = []
         everything = self._tracks[seat]
+        reads: list[TileRead] = []
 
         def settled(chosen: list[_Track], say: Callable[[Any, str], str]) -> list[Any]:
             # each thing as settled, flagged (a meld with the reason as its note) when in doubt
             out = []
             for t in chosen:
                 value, why = t.value, self._doubt(t, everything)
+                if not why and value.needs_confirmation and t.sure is not None:
+                    value = t.sure  # read unsure in this frame alone: a flag for one frame
+                reads.extend(value.reads if isinstance(value, MeldView) else [value])
                 if why:
                     notes.append(say(value, why))
                     note = {"note": why} if isinstance(value, MeldView) else {}
@@ -512,9 +519,6 @@ class TableTracker:
         )
         stray = [n for n, (seen, _) in self._stray[seat].items() if seen >= self.stable_frames]
         notes += stray
-        reads: list[TileRead] = []
-        for t in tracks:
-            reads += list(t.value.reads) if isinstance(t.value, MeldView) else [t.value]
         return SeatView(
             seat=seat,
             flowers=tuple(Tile(r.label) for r in flower_reads),
@@ -544,7 +548,8 @@ class TableTracker:
         was read (only what it was is in doubt); ``but_for`` leaves out the readings of its
         place as that."""
         why: list[str] = []
-        if reads and t.value.needs_confirmation:
+        # one unsure frame among sure ones is no doubt: the thing is shown as last read sure
+        if reads and t.value.needs_confirmation and (t.sure is None or _read_doubtful(t)):
             why.append(_reason(t.value))
         elif reads and _read_doubtful(t):
             k, n = sum(t.recent), len(t.recent)
@@ -698,11 +703,22 @@ class TableTracker:
         # kept like a tile: once seen for stable_frames, until missed for remove_frames, so
         # a hand laid open with 白 read face down is not settled as if nothing were amiss
         stray = self._stray[view.seat]
-        for note in set(view.stray_notes):
+        notes = view.stray_notes
+        melds = [t.footprint for t in self._tracks[view.seat] if t.confirmed and t.kind == _MELD]
+        if melds and len(view.stray_reads) == len(notes):
+            # a tile lying where a settled meld lies is that meld seen in part (a hand over
+            # the rest of it): its claimed tile alone is sideways in no meld, a concealed
+            # kong's end alone face down in no kong, and nothing is amiss
+            notes = tuple(
+                n
+                for n, r in zip(notes, view.stray_reads, strict=True)
+                if not any(_overlaps([r.quad], foot) for foot in melds)
+            )
+        for note in set(notes):
             counts = stray.setdefault(note, [0, 0])
             counts[0] += 1
             counts[1] = 0
-        for note in [n for n in stray if n not in view.stray_notes]:
+        for note in [n for n in stray if n not in notes]:
             stray[note][1] += 1
             # as a reading not yet settled is forgiven a frame or two missed, so is a note
             settled = stray[note][0] >= self.stable_frames
