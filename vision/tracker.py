@@ -36,7 +36,9 @@ taken as gone (a flower stays, in doubt while they are seen; a meld whose claime
 read upright stays). Loose tiles hold a meld only when they could be all of it: one tile
 of it left behind, or a hand laid open where it lay, does not. Whatever is removed while in
 doubt about what it was (a contradiction, a dispute) is reported gone with the flag; a
-removal read unsure as it goes (an arm sweeping the table clear) is not.
+removal read unsure as it goes (an arm sweeping the table clear) is not. A stray tile's note
+(sideways in no meld, face down in no kong) is kept once it has lasted ``stable_frames``,
+unless the tile lies where a confirmed meld lies: that is the meld, the rest of it hidden.
 
 What settles is flagged for the players (``needs_confirmation``, with a note saying why,
 in the change that reports it and in the settled views) whenever the frames leave it in
@@ -45,7 +47,8 @@ doubt, not only when the last frame does:
 * its recent frames read it unsure: each frame weighs half as much as the one after it,
   and the unsure ones weigh :data:`DOUBT_WEIGHT` or more of the whole (four unsure frames
   and one sure one leave it in doubt; one unsure frame among sure ones, or a meld's first
-  frames read unsure under the hand laying it, do not); once settled in doubt this way, with
+  frames read unsure under the hand laying it, do not, and in that frame the thing is shown
+  as last read sure); once settled in doubt this way, with
   two unsure frames or more among its last ``stable_frames``, it stays flagged until no
   more than one of its last ``remove_frames`` frames was unsure, so the flag does not come
   and go every other frame;
