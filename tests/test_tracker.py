@@ -15,6 +15,7 @@ from controller.errors import VisionError
 from controller.rules.melds import Meld
 from controller.rules.tiles import Tile, parse_tiles
 from vision.calibration import Calibration, apply
+from vision.labels import BACK
 from vision.melds import TileRead, group_table, merge_duplicates
 from vision.table_scene import PlacedOnTable, SeatLayout, TableLayout, TableScene, random_layout
 from vision.tracker import BareTest, ChangeKind, TableChange, TableTracker
@@ -945,3 +946,41 @@ def test_a_hand_over_part_of_a_meld_leaves_no_note_about_the_rest():
         table.frame()
     note = "seat 0: E lies sideways but is not part of a meld"
     assert table.tracker.view(0).stray_notes == (note,)
+
+
+@pytest.mark.parametrize(
+    ("label", "note"),
+    [
+        (int(parse_tiles("5p")[0]), "seat 0: 5p lies sideways but is not part of a meld"),
+        (BACK, "seat 0: a face-down tile that is not part of a kong"),
+    ],
+)
+def test_another_tile_laid_where_a_meld_lay_is_still_asked_about(label: int, note: str):
+    # a pung taken back, an arm resting where its upright tiles lay, and another tile laid
+    # where its claimed tile lay: that tile is not the pung seen in part
+    table = Reads(TableLayout().with_seat(0, melds=(Meld.of("pung", "EEE", 2),)))
+    for _ in range(6):
+        table.frame()
+    (claimed,) = [p for p in table.placed if p.sideways]
+    upright = [p for p in table.placed if not p.sideways]
+    table.placed = [*upright, replace(claimed, label=label)]
+    table.felt = felt_test([table.placed[-1].quad()])
+    table.hidden = {0, 1}
+    for _ in range(2 * STABLE):
+        table.frame()
+    view = table.tracker.view(0)
+    assert view.stray_notes == (note,) and view.needs_confirmation
+
+
+def test_a_meld_last_read_unsure_and_then_out_of_sight_stays_flagged():
+    # fingers picking a pung up make one tile unsure in the last frame it is seen; then a
+    # hand lies over its place. It is kept (hidden is never gone), and that read stands
+    table = Reads(TableLayout().with_seat(0, melds=(Meld.of("pung", "EEE", 2),)))
+    for _ in range(10):
+        table.frame()
+    table.frame({0: (int(Tile.EAST), 0.45)})
+    table.hidden = {0, 1, 2}
+    for _ in range(30):
+        assert table.frame() == []
+        view = table.tracker.view(0)
+        assert len(view.melds) == 1 and view.melds[0].needs_confirmation

@@ -38,7 +38,8 @@ of it left behind, or a hand laid open where it lay, does not. Whatever is remov
 doubt about what it was (a contradiction, a dispute) is reported gone with the flag; a
 removal read unsure as it goes (an arm sweeping the table clear) is not. A stray tile's note
 (sideways in no meld, face down in no kong) is kept once it has lasted ``stable_frames``,
-unless the tile lies where a confirmed meld lies: that is the meld, the rest of it hidden.
+unless the tile is one of a confirmed meld's own, lying where it lay while the rest of the
+meld is out of sight under something: that is the meld seen in part.
 
 What settles is flagged for the players (``needs_confirmation``, with a note saying why,
 in the change that reports it and in the settled views) whenever the frames leave it in
@@ -48,7 +49,8 @@ doubt, not only when the last frame does:
   and the unsure ones weigh :data:`DOUBT_WEIGHT` or more of the whole (four unsure frames
   and one sure one leave it in doubt; one unsure frame among sure ones, or a meld's first
   frames read unsure under the hand laying it, do not, and in that frame the thing is shown
-  as last read sure); once settled in doubt this way, with
+  as last read sure; gone from sight after it, that read stands, flagged); once settled in
+  doubt this way, with
   two unsure frames or more among its last ``stable_frames``, it stays flagged until no
   more than one of its last ``remove_frames`` frames was unsure, so the flag does not come
   and go every other frame;
@@ -294,6 +296,15 @@ def _what(value: MeldView | TileRead) -> str:
     return value.describe() if isinstance(value, MeldView) else label_name(value.label)
 
 
+def _seen_in_part(meld: _Track, read: TileRead) -> bool:
+    """Whether a tile read apart from any meld is one of settled ``meld``'s own tiles (a
+    back only where it shows one), lying where that tile lay."""
+    assert isinstance(meld.value, MeldView)
+    return any(
+        own.label == read.label and _overlaps([read.quad], [own.quad]) for own in meld.value.reads
+    )
+
+
 def _footprint(value: MeldView | TileRead) -> list[np.ndarray]:
     if isinstance(value, MeldView):
         return [r.quad for r in value.reads]
@@ -503,8 +514,11 @@ class TableTracker:
             out = []
             for t in chosen:
                 value, why = t.value, self._doubt(t, everything)
-                if not why and value.needs_confirmation and t.sure is not None:
-                    value = t.sure  # read unsure in this frame alone: a flag for one frame
+                if not why and value.needs_confirmation:
+                    if t.missed:  # gone from sight after it (a hand picking it up): it stands
+                        why = _reason(value)
+                    else:  # a flag for one frame would tell the players nothing
+                        value = t.sure or value
                 reads.extend(value.reads if isinstance(value, MeldView) else [value])
                 if why:
                     notes.append(say(value, why))
@@ -707,15 +721,20 @@ class TableTracker:
         # a hand laid open with 白 read face down is not settled as if nothing were amiss
         stray = self._stray[view.seat]
         notes = view.stray_notes
-        melds = [t.footprint for t in self._tracks[view.seat] if t.confirmed and t.kind == _MELD]
+        # a settled meld out of sight, part of its place hidden (a hand over it)
+        melds = [
+            t
+            for t in self._tracks[view.seat]
+            if t.confirmed and t.kind == _MELD and t.missed and not t.clear
+        ]
         if melds and len(view.stray_reads) == len(notes):
-            # a tile lying where a settled meld lies is that meld seen in part (a hand over
-            # the rest of it): its claimed tile alone is sideways in no meld, a concealed
-            # kong's end alone face down in no kong, and nothing is amiss
+            # a tile of its own lying where it lies is that meld seen in part: its claimed
+            # tile alone is sideways in no meld, a concealed kong's end alone face down in no
+            # kong, and nothing is amiss; another tile there is still asked about
             notes = tuple(
                 n
                 for n, r in zip(notes, view.stray_reads, strict=True)
-                if not any(_overlaps([r.quad], foot) for foot in melds)
+                if not any(_seen_in_part(t, r) for t in melds)
             )
         for note in set(notes):
             counts = stray.setdefault(note, [0, 0])
