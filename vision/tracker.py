@@ -50,10 +50,9 @@ doubt, not only when the last frame does:
   and one sure one leave it in doubt; one unsure frame among sure ones, or a meld's first
   frames read unsure under the hand laying it, do not, and in that frame the thing is shown
   as last read sure; gone from sight after it, that read stands, flagged); once settled in
-  doubt this way, with
-  two unsure frames or more among its last ``stable_frames``, it stays flagged until no
-  more than one of its last ``remove_frames`` frames was unsure, so the flag does not come
-  and go every other frame;
+  doubt this way, with two unsure frames or more among its last ``stable_frames``, it stays
+  flagged until no more than one of its last ``remove_frames`` frames was unsure, so the
+  flag does not come and go every other frame;
 * another reading of its place (another flower, a playing tile where a flower lies, another
   meld; not the same meld seen in part, nor a pung growing into a kong, nor a thing settled
   at the seat pushed along onto it) was seen in two frames or more since it was last seen
