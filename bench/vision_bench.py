@@ -144,6 +144,18 @@ class FlagSweep:
             "silent_changing_score": silent_scoring / n,
         }
 
+    def reading(self, level: float) -> dict[str, float]:
+        """The tiles found at ``level``: the share read right, wrong and flagged for the
+        players to confirm, and wrong unflagged (the silent misreads the product must avoid)."""
+        right = sum(r for _, r, _ in self.reads)
+        wrong_flagged = sum(c < level and not r for c, r, _ in self.reads)
+        n = max(1, len(self.reads))
+        return {
+            "right": right / n,
+            "flagged": wrong_flagged / n,
+            "silent": (len(self.reads) - right - wrong_flagged) / n,
+        }
+
     def lines(self, levels: Sequence[float], current: float) -> list[str]:
         out = [
             "  min_confidence  flagged  right but flagged  wrong unflagged  of which change a score"
@@ -361,9 +373,7 @@ def _run(args: argparse.Namespace) -> int:
     causes = {crowded: dict.fromkeys(MISS_CAUSES, 0) for crowded in (False, True)}
     size_ratio: dict[bool, list[float]] = {False: [], True: []}
     finder_hits = finder_truth = finder_found = 0
-    # of the tiles found (any label), how each was read: right, wrong but flagged for the
-    # players to confirm, or wrong without a flag (the silent misreads the product must avoid)
-    found_right = found_flagged = found_silent = 0
+    # of the tiles found (any label), how each was read, and how it would be flagged
     sweep = FlagSweep()
     read_right = read_all = read_flower_right = read_flower_all = 0
     our_times, peer_times = [], []
@@ -386,12 +396,6 @@ def _run(args: argparse.Namespace) -> int:
             if j is not None:
                 _, label, confidence = preds[i]
                 sweep.add(confidence, label, int(photo.labels[j]))
-                if label == int(photo.labels[j]):
-                    found_right += 1
-                elif confidence < rec.min_confidence:
-                    found_flagged += 1
-                else:
-                    found_silent += 1
         silent = outside_labelled_area(preds, photo)
         area_all.add(preds, photo.labels, pairs, silent)
         area_flow.add(preds, photo.labels, pairs, silent)
@@ -444,17 +448,13 @@ def _run(args: argparse.Namespace) -> int:
         f"  reading alone (classifier on the labelled boxes): {read_right / max(1, read_all):.3f}"
         f" right, flowers {read_flower_right / max(1, read_flower_all):.3f}"
     )
-    found = max(1, found_right + found_flagged + found_silent)
+    found = sweep.reading(rec.min_confidence)
     print(
-        f"  reading the tiles found: {found_right / found:.3f} right, "
-        f"{found_flagged / found:.3f} wrong and flagged for confirmation, "
-        f"{found_silent / found:.3f} wrong unflagged"
+        f"  reading the tiles found: {found['right']:.3f} right, "
+        f"{found['flagged']:.3f} wrong and flagged for confirmation, "
+        f"{found['silent']:.3f} wrong unflagged"
     )
-    figures["reading_found"] = {
-        "right": found_right / found,
-        "flagged": found_flagged / found,
-        "silent": found_silent / found,
-    }
+    figures["reading_found"] = found
     print("  the same tiles flagged at other settings (what a table could choose):")
     print("\n".join(sweep.lines(FLAG_LEVELS, rec.min_confidence)))
     figures["flagging_by_min_confidence"] = {

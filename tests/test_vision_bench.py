@@ -42,6 +42,9 @@ def test_the_flag_sweep_counts_a_flower_read_as_another_as_changing_no_score():
     assert sweep.at(0.8) == pytest.approx(
         {"flagged": 0.5, "right_but_flagged": 0.25, "silent": 0.25, "silent_changing_score": 0.0}
     )
+    # the tiles found as read at one setting: right, wrong and flagged, wrong unflagged
+    assert sweep.reading(0.6) == pytest.approx({"right": 0.5, "flagged": 0.0, "silent": 0.5})
+    assert sweep.reading(0.8) == pytest.approx({"right": 0.5, "flagged": 0.25, "silent": 0.25})
     lines = sweep.lines([0.8], current=0.6)
     assert len(lines) == 3 and lines[1].split()[0] == "0.60" and "the model's" in lines[1]
 

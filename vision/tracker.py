@@ -556,7 +556,9 @@ class TableTracker:
         but_for: str | None = None,
     ) -> str:
         """Why the players should confirm what a track holds, or "" when nothing puts it in
-        doubt: its reading now is unsure; or its recent frames weigh unsure
+        doubt: its reading now is unsure (not when it was read sure before and this is the
+        only recent frame read unsure: :meth:`view` then shows it as last read sure, unless
+        it has since gone out of sight); or its recent frames weigh unsure
         (:data:`DOUBT_WEIGHT`); or it replaced a sure reading it does not grow on, and has
         not been read sure ``remove_frames`` times running since; or another reading of its
         place, not settled, keeps being seen (two sure readings taking turns: whichever
@@ -953,64 +955,42 @@ class TableTracker:
     ) -> list[TableChange]:
         out: list[TableChange] = []
         note = self._doubt(cand, tracks)
-        unsure = bool(note)
         old_melds = [t for t in rivals if t.kind == _MELD]
         old_flowers = [t for t in rivals if t.kind == _FLOWER]
         if cand.kind == _MELD:
             meld = cand.value
             assert isinstance(meld, MeldView)
-            if unsure:
+            if note:
                 meld = replace(meld, needs_confirmation=True, note=note)
-            if old_melds:
-                prev = old_melds.pop(0).value
-                out.append(
-                    TableChange(
-                        seat,
-                        ChangeKind.MELD_CHANGED,
-                        self.frame,
-                        meld=meld,
-                        previous=prev,
-                        needs_confirmation=unsure,
-                        note=note,
-                    )
+            prev = old_melds.pop(0).value if old_melds else None
+            kind = ChangeKind.MELD if prev is None else ChangeKind.MELD_CHANGED
+            out.append(
+                TableChange(
+                    seat,
+                    kind,
+                    self.frame,
+                    meld=meld,
+                    previous=prev,
+                    needs_confirmation=bool(note),
+                    note=note,
                 )
-            else:
-                out.append(
-                    TableChange(
-                        seat,
-                        ChangeKind.MELD,
-                        self.frame,
-                        meld=meld,
-                        needs_confirmation=unsure,
-                        note=note,
-                    )
-                )
+            )
         elif cand.kind == _FLOWER:
-            tile = Tile(cand.value.label)  # type: ignore[union-attr]
+            prev_tile = None
             if old_flowers:
                 prev_tile = Tile(old_flowers.pop(0).value.label)  # type: ignore[union-attr]
-                out.append(
-                    TableChange(
-                        seat,
-                        ChangeKind.FLOWER_CHANGED,
-                        self.frame,
-                        flower=tile,
-                        previous=prev_tile,
-                        needs_confirmation=unsure,
-                        note=note,
-                    )
+            kind = ChangeKind.FLOWER if prev_tile is None else ChangeKind.FLOWER_CHANGED
+            out.append(
+                TableChange(
+                    seat,
+                    kind,
+                    self.frame,
+                    flower=Tile(cand.value.label),  # type: ignore[union-attr]
+                    previous=prev_tile,
+                    needs_confirmation=bool(note),
+                    note=note,
                 )
-            else:
-                out.append(
-                    TableChange(
-                        seat,
-                        ChangeKind.FLOWER,
-                        self.frame,
-                        flower=tile,
-                        needs_confirmation=unsure,
-                        note=note,
-                    )
-                )
+            )
         # whatever else the new reading displaced is gone
         out += [self._removed(seat, t) for t in old_melds + old_flowers]
         return out
@@ -1019,20 +999,13 @@ class TableTracker:
         # what goes while in doubt about what it was may not have been what lay there: say
         # so (not for reads unsure as it goes: an arm sweeping the table clear)
         why = self._doubt(t, (), reads=False)
-        if t.kind == _MELD:
-            return TableChange(
-                seat,
-                ChangeKind.REMOVED,
-                self.frame,
-                meld=t.value,  # type: ignore[arg-type]
-                needs_confirmation=bool(why),
-                note=why,
-            )
+        meld = t.value if t.kind == _MELD else None
         return TableChange(
             seat,
             ChangeKind.REMOVED,
             self.frame,
-            flower=Tile(t.value.label),  # type: ignore[union-attr]
+            meld=meld,  # type: ignore[arg-type]
+            flower=None if meld is not None else Tile(t.value.label),  # type: ignore[union-attr]
             needs_confirmation=bool(why),
             note=why,
         )
