@@ -66,6 +66,7 @@ from vision.calibration import Calibration  # noqa: E402
 from vision.files import why_not_writable  # noqa: E402
 from vision.labels import BACK  # noqa: E402
 from vision.melds import SeatView, TileRead, group_table  # noqa: E402
+from vision.recognizer import DEFAULT_MODEL_DIR, read_manifest  # noqa: E402
 from vision.table_scene import PlacedOnTable, TableLayout, TableScene  # noqa: E402
 from vision.tracker import BareTest, TableTracker  # noqa: E402
 
@@ -112,13 +113,10 @@ LAYOUT = (
 
 
 def _min_confidence() -> float:
-    """The committed model's ``min_confidence``: reads under it come flagged. The tracker
-    goes by the flag alone; the numbers only have to agree with it, as the recogniser's do."""
-    try:
-        manifest = json.loads((REPO / "vision" / "models" / "model.json").read_text())
-        return float(manifest.get("min_confidence", 0.6))
-    except (OSError, ValueError):
-        return 0.6
+    """The committed model's ``min_confidence``, read from its manifest as the recogniser
+    reads it (without loading the model): reads under it come flagged. The tracker goes by
+    the flag alone; the numbers only have to agree with it, as the recogniser's do."""
+    return float(read_manifest(DEFAULT_MODEL_DIR).get("min_confidence", 0.6))
 
 
 MIN_CONFIDENCE = _min_confidence()
