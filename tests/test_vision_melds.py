@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.errors import HandError, VisionError
+from controller.rules import meld_from_json
 from controller.rules.melds import Meld, MeldKind
 from controller.rules.tiles import Tile, parse_tiles
 from vision.calibration import SEATS, Calibration, TableGeometry, apply
@@ -576,8 +577,8 @@ def test_views_serialise() -> None:
     view = group_seat(0, [*row(0, "E/ E E"), tile_at(0, "1f", 200, 150)])
     data = view.to_json()
     assert data["flowers"] == ["1f"]
-    assert data["melds"][0]["kind"] == "pung" and data["melds"][0]["source"] == 3
-    assert data["melds"][0]["tiles"] == ["E", "E", "E"]
+    assert data["melds"][0]["kind"] == "pung" and data["melds"][0]["from"] == 3
+    assert data["melds"][0]["tiles"] == "EEE"
     assert isinstance(view.melds[0], MeldView) and view.melds[0].describe() == "[EEE<3]"
 
 
@@ -625,6 +626,11 @@ def test_every_laid_out_table_reads_back_exactly(layout_seed: int, scene_seed: i
         assert view.flowers == seat.flowers
         assert view.open_tiles == seat.open_tiles
         assert not view.notes
+        # what the camera reports is what the scorer reads: a win's melds and flowers
+        data = view.to_json()
+        scored = [{k: m[k] for k in ("kind", "tiles", "from") if k in m} for m in data["melds"]]
+        assert [meld_from_json(m) for m in scored] == list(seat.melds)
+        assert parse_tiles("".join(data["flowers"])) == list(seat.flowers)
 
 
 def _upright_outline(read: TileRead, seat: int) -> TileRead:

@@ -177,7 +177,7 @@ def test_changes_settle_over_frames(sim_camera: SimCamera, pipeline: TablePipeli
     assert pipeline.views[2].flowers == (Tile.PLUM,)
     data = json.loads(json.dumps(updates[-1].to_json()))
     assert data["changes"][0]["kind"] == "meld" and data["changes"][0]["seat"] == 2
-    assert data["views"][2]["melds"][0]["tiles"] == ["1m", "1m", "1m"]
+    assert data["views"][2]["melds"][0]["tiles"] == "111m"
 
 
 def test_an_arm_over_the_table_erases_nothing(

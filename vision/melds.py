@@ -29,7 +29,7 @@ import numpy as np
 
 from controller.errors import HandError, VisionError
 from controller.rules.melds import Meld, MeldKind
-from controller.rules.tiles import COPIES, NUM_KINDS, Tile
+from controller.rules.tiles import COPIES, NUM_KINDS, Tile, format_tiles
 from vision.calibration import SEATS, Calibration, TableGeometry, apply
 from vision.detection import TileDetection
 from vision.detection import reading_order as _rows
@@ -164,10 +164,15 @@ class MeldView:
         return f"[{self.kind.value}? {shown}]"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind.value,
-            "tiles": [t.code for t in self.tiles],
-            "source": self.source,
+        """The meld in the fields a win's JSON gives a meld (``kind``, ``tiles`` in the
+        notation, ``from`` when a seat is known: what :meth:`Meld.to_json
+        <controller.rules.melds.Meld.to_json>` writes, so they read back with
+        :func:`controller.rules.meld_from_json`), then what the camera adds: how sure,
+        whether to confirm and why, and where it lies."""
+        out: dict[str, Any] = {"kind": self.kind.value, "tiles": format_tiles(self.tiles)}
+        if self.source is not None:
+            out["from"] = self.source
+        return out | {
             "confidence": round(self.confidence, 4),
             "needs_confirmation": self.needs_confirmation,
             "note": self.note,

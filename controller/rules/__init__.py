@@ -34,7 +34,7 @@ from controller.rules.table import (
     wall_break,
 )
 from controller.rules.tiles import Suit, Tile, format_tiles, parse_tiles
-from controller.rules.win import Win, WinType, win_from_json, wins_from_json
+from controller.rules.win import Win, WinType, meld_from_json, win_from_json, wins_from_json
 
 __all__ = [
     "Hand",
@@ -63,6 +63,7 @@ __all__ = [
     "is_ready",
     "is_standard",
     "kaibao",
+    "meld_from_json",
     "next_dealer",
     "parse_profile_text",
     "parse_tiles",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from controller.rules.errors import HandError
 from controller.rules.tiles import Tile, format_tiles, parse_tiles
@@ -158,6 +159,15 @@ class Meld:
     def notation(self) -> str:
         """``[EEE<1]``, ``[123m<3]``, ``[5555p+<2]`` (added kong), ``[FFFF]`` (concealed)."""
         return self.text
+
+    def to_json(self) -> dict[str, Any]:
+        """The meld as a win's JSON gives it (``docs/scoring.md``): ``{"kind": "pung",
+        "tiles": "EEE", "from": 1}``, without ``from`` where no seat is known; it reads back
+        with :func:`controller.rules.meld_from_json`."""
+        out: dict[str, Any] = {"kind": self.kind.value, "tiles": self.tiles_text}
+        if self.source is not None:
+            out["from"] = self.source
+        return out
 
     @property
     def hua_source(self) -> str | None:

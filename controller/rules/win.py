@@ -379,45 +379,52 @@ def _one_tile_any(v: Any, name: str) -> Tile:
 def _melds(v: Any, name: str, *, scored: bool = True) -> list[Meld]:
     if not isinstance(v, list | tuple):
         raise WinInputError("a list of melds", field=name)
-    out = []
-    for i, m in enumerate(v):
-        here = f"{name}[{i}]"
-        if not isinstance(m, Mapping):
+    return [_meld(m, f"{name}[{i}]", scored=scored) for i, m in enumerate(v)]
+
+
+def _meld(m: Any, here: str, *, scored: bool) -> Meld:
+    if not isinstance(m, Mapping):
+        raise WinInputError(
+            'an object like {"kind": "pung", "tiles": "EEE", "from": 1}', field=here
+        )
+    extra = set(m) - {"kind", "tiles", "from", "concealed", "added"}
+    if extra:
+        raise WinInputError(
+            "unknown field (known: kind, tiles, from, concealed, added)",
+            field=f"{here}.{sorted(extra)[0]}",
+        )
+    kind_text = _required(m, "kind", f"{here}.kind")
+    concealed = m.get("concealed", False)
+    added = m.get("added", False)
+    if not isinstance(concealed, bool) or not isinstance(added, bool):
+        raise WinInputError("concealed and added are true or false", field=here)
+    kind_name = str(kind_text)
+    if concealed or added:
+        if kind_name != "kong" or (concealed and added):
             raise WinInputError(
-                'an object like {"kind": "pung", "tiles": "EEE", "from": 1}', field=here
-            )
-        extra = set(m) - {"kind", "tiles", "from", "concealed", "added"}
-        if extra:
-            raise WinInputError(
-                "unknown field (known: kind, tiles, from, concealed, added)",
-                field=f"{here}.{sorted(extra)[0]}",
-            )
-        kind_text = _required(m, "kind", f"{here}.kind")
-        concealed = m.get("concealed", False)
-        added = m.get("added", False)
-        if not isinstance(concealed, bool) or not isinstance(added, bool):
-            raise WinInputError("concealed and added are true or false", field=here)
-        kind_name = str(kind_text)
-        if concealed or added:
-            if kind_name != "kong" or (concealed and added):
-                raise WinInputError(
-                    f"only a kong is concealed or added (and not both), not a {kind_name}",
-                    field=here,
-                )
-            kind_name = (MeldKind.CONCEALED_KONG if concealed else MeldKind.ADDED_KONG).value
-        tiles = _tiles(_required(m, "tiles", f"{here}.tiles"), f"{here}.tiles")
-        source = m.get("from")
-        if source is not None:
-            _seat(source, f"{here}.from")
-        elif scored and kind_name == MeldKind.KONG.value:
-            # scored as an exposed kong, a 暗杠 left without "concealed" loses its 花 and 门清
-            raise WinInputError(
-                'an exposed kong needs "from" (the seat it was claimed from); a concealed '
-                'kong says "concealed": true',
+                f"only a kong is concealed or added (and not both), not a {kind_name}",
                 field=here,
             )
-        out.append(_field(here, lambda k=kind_name, t=tiles, s=source: Meld.of(k, tuple(t), s)))
-    return out
+        kind_name = (MeldKind.CONCEALED_KONG if concealed else MeldKind.ADDED_KONG).value
+    tiles = _tiles(_required(m, "tiles", f"{here}.tiles"), f"{here}.tiles")
+    source = m.get("from")
+    if source is not None:
+        _seat(source, f"{here}.from")
+    elif scored and kind_name == MeldKind.KONG.value:
+        # scored as an exposed kong, a 暗杠 left without "concealed" loses its 花 and 门清
+        raise WinInputError(
+            'an exposed kong needs "from" (the seat it was claimed from); a concealed '
+            'kong says "concealed": true',
+            field=here,
+        )
+    return _field(here, lambda: Meld.of(kind_name, tuple(tiles), source))
+
+
+def meld_from_json(data: Any, *, scored: bool = True) -> Meld:
+    """One meld from its JSON form, as a win's ``melds`` give it: ``{"kind": "pung",
+    "tiles": "EEE", "from": 1}`` (see :meth:`Meld.to_json`). ``scored`` refuses an exposed
+    kong that does not say whom it was claimed from, as a winner's melds must."""
+    return _meld(data, "meld", scored=scored)
 
 
 def wins_from_json(data: Any, *, ready_check: Any = None) -> list[Win]:
