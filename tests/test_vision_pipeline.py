@@ -180,6 +180,20 @@ def test_changes_settle_over_frames(sim_camera: SimCamera, pipeline: TablePipeli
     assert data["views"][2]["melds"][0]["tiles"] == "111m"
 
 
+def test_an_updates_json_shows_the_frame_before_it_settles(
+    sim_camera: SimCamera, pipeline: TablePipeline
+) -> None:
+    sim_camera.change_seat(2, melds=(Meld.of("pung", "1m1m1m", 1),))
+    frame = sim_camera.read()
+    first = json.loads(json.dumps(pipeline.process(frame).to_json()))
+    # a display can show the pung being laid, though nothing has settled yet
+    assert first["changes"] == [] and first["views"][2]["melds"] == []
+    (seen,) = first["reading"]["views"][2]["melds"]
+    assert {k: seen[k] for k in ("kind", "tiles", "from")} == Meld.of("pung", "111m", 1).to_json()
+    assert first["reading"]["needs_confirmation"] is False and first["reading"]["seconds"] > 0
+    assert first["frame"] == frame.index
+
+
 def test_an_arm_over_the_table_erases_nothing(
     sim_camera: SimCamera, pipeline: TablePipeline
 ) -> None:

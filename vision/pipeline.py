@@ -121,12 +121,21 @@ class TableUpdate:
     views: tuple[SeatView, ...]
 
     def to_json(self) -> dict[str, Any]:
-        """The frame number, its settled changes and every seat's settled view, JSON-ready."""
+        """JSON-ready: the frame number, its settled changes, every seat's settled view, and
+        (``reading``) what this frame alone showed, so that a display can show a tile being
+        laid, or read unsure, before it settles."""
+        r = self.reading
         return {
-            "frame": self.reading.index,
+            "frame": r.index,
             "changes": [c.to_json() for c in self.changes],
             "views": [v.to_json() for v in self.views],
             "needs_confirmation": any(v.needs_confirmation for v in self.views),
+            "reading": {
+                "timestamp": r.timestamp,
+                "seconds": round(r.seconds, 4),
+                "views": [v.to_json() for v in r.views],
+                "needs_confirmation": r.needs_confirmation,
+            },
         }
 
 
