@@ -743,6 +743,38 @@ def test_the_settled_table_is_checked_for_more_copies_than_the_set_holds():
     assert "the set has 1" in " ".join(views[0].notes)
 
 
+def test_a_flower_read_sure_is_not_called_unsure_for_the_copies_the_table_shows():
+    # seat 1's 2f is read, surely, as 1f: seat 0's 1f, read at 0.97, is flagged for the two
+    # copies, and was noted "read unsure" as well, which it was not
+    layout = TableLayout().with_seat(0, flowers=(Tile(34),)).with_seat(1, flowers=(Tile(35),))
+    table = Reads(layout, stable_frames=STABLE)
+    for _ in range(6):
+        table.frame()
+    changes = [c for _ in range(12) for c in table.frame({table.index(35): (34, 0.9)})]
+    (change,) = changes
+    assert change.seat == 1 and "1f is seen 2 times on the table" in change.note
+    assert "read unsure" not in change.note  # read at 0.9: sure
+    seat0, seat1 = table.tracker.views[:2]
+    assert seat0.needs_confirmation and seat1.needs_confirmation
+    assert not any("read unsure" in n for n in seat0.notes + seat1.notes)
+    assert any("is seen 2 times" in n for n in seat0.notes)
+    (flower,) = seat0.flower_reads
+    assert flower.needs_confirmation and "is seen 2 times" in flower.note
+    assert flower.to_json()["note"] == flower.note
+
+
+def test_a_flower_read_as_its_neighbour_now_and_then_leaves_the_right_one_unflagged():
+    # seat 0's 1f read as 2f every other frame: the frame then shows 2f twice, and its copy
+    # check flagged the 2f, which was right, as "read unsure" in 37 of 40 frames
+    table = Reads(TableLayout().with_seat(0, flowers=(Tile(34), Tile(35))), stable_frames=STABLE)
+    for _ in range(6):
+        table.frame()
+    for f in range(40):
+        assert table.frame({table.index(34): (35, 0.9)} if f % 2 else None) == []
+        view = table.tracker.views[0]
+        assert view.flowers == (Tile(34), Tile(35)) and not view.needs_confirmation
+
+
 def test_a_settled_flower_read_as_a_playing_tile_for_a_while_is_not_taken_away():
     # 4f read as 5s (unsure) for five frames was reported gone, then laid open, then new
     table = Reads(TableLayout().with_seat(1, flowers=(Tile(37),)), stable_frames=STABLE)

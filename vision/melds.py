@@ -49,13 +49,16 @@ DEFAULT_TILE_MM = 30.0
 class TileRead:
     """A tile found on the table: ``label`` (a :mod:`vision.labels` label), ``confidence``,
     ``quad`` (its outline, 4x2 plane millimetres), ``needs_confirmation`` and the runner-up
-    ``alternatives`` as the recogniser gave them."""
+    ``alternatives`` as the recogniser gave them. ``note`` says why a tile read sure is
+    flagged all the same (the table shows more copies of it than a set holds); a tile
+    flagged with no note was read unsure."""
 
     label: int
     confidence: float
     quad: np.ndarray = field(compare=False, repr=False)
     needs_confirmation: bool = False
     alternatives: tuple[tuple[int, float], ...] = ()
+    note: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         quad = np.asarray(self.quad, np.float64)
@@ -107,12 +110,13 @@ class TileRead:
         return text + ")"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "label": self.name,
             "confidence": round(self.confidence, 4),
             "centre_mm": [round(v, 1) for v in self.centre],
             "needs_confirmation": self.needs_confirmation,
         }
+        return out | {"note": self.note} if self.note else out
 
 
 @dataclass(frozen=True)
@@ -1123,7 +1127,7 @@ def flag_extra_copies(views: tuple[SeatView, ...]) -> tuple[SeatView, ...]:
     def flag(r: TileRead) -> TileRead:
         if r.label not in extra or r.needs_confirmation:
             return r
-        return TileRead(r.label, r.confidence, r.quad, True, r.alternatives)
+        return replace(r, needs_confirmation=True, note=extra[r.label])
 
     out = []
     for v, tiles in zip(views, shown, strict=True):

@@ -63,7 +63,9 @@ doubt, not only when the last frame does:
   two is a misread. A flower that replaced a loose tile this way is replaced back by it when
   the tile is read again, once: the tile then stays, and flower readings only dispute it;
 * the table would then show a tile more often than the set holds it, which no one seat's
-  readings can tell.
+  readings can tell. This is checked on the settled table; a tile read sure that one
+  frame's copy check flagged counts as read sure, so the right reading of a tile is not
+  called unsure for another's misread.
 
 Whether a place is bare table needs the picture: the pipeline passes ``is_bare`` (a convex
 polygon on the plane -> bool). Without it a place counts as hidden unless tiles seen cover it,
@@ -278,9 +280,12 @@ def _grows_into(old: MeldView | TileRead, new: MeldView | TileRead) -> bool:
 
 def _reason(value: MeldView | TileRead) -> str:
     """Why this frame's reading of a thing is flagged."""
-    if isinstance(value, MeldView):
-        return value.note or "read unsure"
-    return "read unsure"
+    return value.note or "read unsure"
+
+
+def _as_read(r: TileRead) -> TileRead:
+    """The read as the recogniser gave it, without a flag the frame's copy check added."""
+    return replace(r, needs_confirmation=False, note="") if r.note else r
 
 
 def _read_as(value: MeldView | TileRead) -> str:
@@ -640,10 +645,15 @@ class TableTracker:
         return out
 
     def _observations(self, view: SeatView) -> list[tuple[str, Any, MeldView | TileRead]]:
+        # a tile read sure, flagged only for the copies this frame shows of it, counts as
+        # read sure: the settled table is checked for copies itself (views, changes), and
+        # counting those frames as unsure flagged the right reading as "read unsure" too
+        flowers = [_as_read(r) for r in view.flower_reads]
+        opens = [_as_read(r) for r in view.open_reads]
         obs: list[tuple[str, Any, MeldView | TileRead]] = []
-        obs += [(_FLOWER, r.label, r) for r in view.flower_reads]
+        obs += [(_FLOWER, r.label, r) for r in flowers]
         obs += [(_MELD, m.key, m) for m in view.melds]
-        obs += [(_OPEN, r.label, r) for r in view.open_reads]
+        obs += [(_OPEN, r.label, r) for r in opens]
         return obs
 
     def _update_seat(
