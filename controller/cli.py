@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "controller.score_cli",
     "vision.cli",
     "vision.calibrate_cli",
+    "vision.watch_cli",
     "firmware_bridge.device_cli",
     "hardware_sim.mcu_cli",
 )

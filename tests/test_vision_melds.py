@@ -582,6 +582,14 @@ def test_views_serialise() -> None:
     assert isinstance(view.melds[0], MeldView) and view.melds[0].describe() == "[EEE<3]"
 
 
+def test_a_view_describes_itself_in_a_line() -> None:
+    view = group_seat(0, [*row(0, "E/ E E|1m 2m/ 3m"), tile_at(0, "1f", 300, 150)])
+    assert view.describe() == "seat 0: flowers 1f; melds [EEE<3] [123m<3]?"
+    assert SeatView(2).describe() == "seat 2: nothing laid"
+    hand = SeatView(1, open_tiles=tuple(parse_tiles("44p")))
+    assert hand.describe() == "seat 1: laid open: 4p 4p"
+
+
 def test_unknown_labels_are_refused() -> None:
     with pytest.raises(HandError):
         TileRead(BACK + 1, 0.5, np.zeros((4, 2)))

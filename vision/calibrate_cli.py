@@ -103,7 +103,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=calibrate_command)
 
 
-def _size(text: str | None) -> tuple[int, int] | None:
+def parse_size(text: str | None) -> tuple[int, int] | None:
+    """``--size WxH`` as (width, height), ``None`` when not given; ValueError when bad."""
     if not text:
         return None
     try:
@@ -139,7 +140,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
             marker_inset_mm=args.marker_inset_mm,
             zone_depth_mm=args.zone_depth_mm,
         )
-        size = _size(args.size)
+        size = parse_size(args.size)
         corners = _corners(args.corners) if args.corners else None
         if args.frames < 1:
             raise ValueError("--frames must be 1 or more")

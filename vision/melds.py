@@ -216,6 +216,19 @@ class SeatView:
     def is_empty(self) -> bool:
         return not (self.flowers or self.melds or self.open_tiles)
 
+    def describe(self) -> str:
+        """``seat 1: flowers 1f 5f; melds [EEE<0] [123m<0]; laid open: 4p 4p`` (``nothing
+        laid`` for an empty seat), each meld flagged for confirmation marked ``?``."""
+        parts = []
+        if self.flowers:
+            parts.append("flowers " + " ".join(t.code for t in self.flowers))
+        if self.melds:
+            shown = [m.describe() + ("?" if m.needs_confirmation else "") for m in self.melds]
+            parts.append("melds " + " ".join(shown))
+        if self.open_tiles:
+            parts.append("laid open: " + " ".join(t.code for t in self.open_tiles))
+        return f"seat {self.seat}: " + ("; ".join(parts) or "nothing laid")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "seat": self.seat,
