@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "vision.watch_cli",
     "firmware_bridge.device_cli",
     "hardware_sim.mcu_cli",
+    "hardware_sim.camera_cli",
 )
 
 EXIT_OK = 0

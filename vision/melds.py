@@ -168,10 +168,10 @@ class MeldView:
         return f"[{self.kind.value}? {shown}]"
 
     def to_json(self) -> dict[str, Any]:
-        """The meld in the fields a win's JSON gives a meld (``kind``, ``tiles`` in the
-        notation, ``from`` when a seat is known: what :meth:`Meld.to_json
-        <controller.rules.melds.Meld.to_json>` writes, so they read back with
-        :func:`controller.rules.meld_from_json`), then what the camera adds: how sure,
+        """The meld in the fields a win's JSON gives a meld (``kind``; ``tiles`` in the
+        notation, as laid left to right; ``from`` when a seat is known: they read with
+        :func:`controller.rules.meld_from_json` as :meth:`Meld.to_json
+        <controller.rules.melds.Meld.to_json>` does), then what the camera adds: how sure,
         whether to confirm and why, and where it lies."""
         out: dict[str, Any] = {"kind": self.kind.value, "tiles": format_tiles(self.tiles)}
         if self.source is not None:
@@ -219,15 +219,8 @@ class SeatView:
     def describe(self) -> str:
         """``seat 1: flowers 1f 5f; melds [EEE<0] [123m<0]; laid open: 4p 4p`` (``nothing
         laid`` for an empty seat), each meld flagged for confirmation marked ``?``."""
-        parts = []
-        if self.flowers:
-            parts.append("flowers " + " ".join(t.code for t in self.flowers))
-        if self.melds:
-            shown = [m.describe() + ("?" if m.needs_confirmation else "") for m in self.melds]
-            parts.append("melds " + " ".join(shown))
-        if self.open_tiles:
-            parts.append("laid open: " + " ".join(t.code for t in self.open_tiles))
-        return f"seat {self.seat}: " + ("; ".join(parts) or "nothing laid")
+        shown = [m.describe() + ("?" if m.needs_confirmation else "") for m in self.melds]
+        return seat_line(self.seat, self.flowers, shown, self.open_tiles)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -238,6 +231,23 @@ class SeatView:
             "needs_confirmation": self.needs_confirmation,
             "notes": list(self.notes),
         }
+
+
+def seat_line(
+    seat: int, flowers: Iterable[Tile], melds: Iterable[str], open_tiles: Iterable[Tile]
+) -> str:
+    """A seat's flowers, melds (as written) and laid-open tiles in a line: how
+    :meth:`SeatView.describe` and the simulator's truth (``mahjong-table sim-camera``) say
+    one, so the two can be set side by side."""
+    flower_codes = " ".join(t.code for t in flowers)
+    meld_texts = " ".join(melds)
+    open_codes = " ".join(t.code for t in open_tiles)
+    parts = [
+        *([f"flowers {flower_codes}"] if flower_codes else []),
+        *([f"melds {meld_texts}"] if meld_texts else []),
+        *([f"laid open: {open_codes}"] if open_codes else []),
+    ]
+    return f"seat {seat}: " + ("; ".join(parts) or "nothing laid")
 
 
 # -- one seat ----------------------------------------------------------------------------------
