@@ -103,9 +103,17 @@ def test_an_exposed_kong_whose_seat_is_unknown_is_refused_when_scored():
         ({"kind": "pung", "tiles": "EES", "from": 1}, "meld"),
         ({"kind": "pung", "tiles": "EEE", "from": 4}, "meld.from"),
         ({"kind": "triple", "tiles": "EEE", "from": 1}, "meld"),
+        ({"kind": "pung", "tiles": "EEE", "from": 1, 7: "x", "seat": 2}, "meld.7"),
     ],
 )
 def test_a_malformed_meld_names_its_field(data, field):
     with pytest.raises(MahjongTableError) as info:
         meld_from_json(data)
     assert info.value.field == field
+
+
+def test_only_a_kong_is_concealed_or_added():
+    with pytest.raises(WinInputError, match="not 'pung'"):
+        meld_from_json({"kind": "pung", "tiles": "EEE", "from": 1, "added": True})
+    with pytest.raises(WinInputError, match="not 'added_kong'"):
+        meld_from_json({"kind": "added_kong", "tiles": "EEEE", "from": 1, "concealed": True})

@@ -192,6 +192,10 @@ def test_an_updates_json_shows_the_frame_before_it_settles(
     assert {k: seen[k] for k in ("kind", "tiles", "from")} == Meld.of("pung", "111m", 1).to_json()
     assert first["reading"]["needs_confirmation"] is False and first["reading"]["seconds"] > 0
     assert first["frame"] == frame.index
+    # a camera of an integrator's own may stamp its frames NaN: the JSON stays JSON
+    odd = Frame(sim_camera.read().image, 7, float("nan"), "their camera")
+    data = pipeline.process(odd).to_json()
+    assert json.loads(json.dumps(data, allow_nan=False))["reading"]["timestamp"] is None
 
 
 def test_an_arm_over_the_table_erases_nothing(

@@ -49,9 +49,9 @@ DEFAULT_TILE_MM = 30.0
 class TileRead:
     """A tile found on the table: ``label`` (a :mod:`vision.labels` label), ``confidence``,
     ``quad`` (its outline, 4x2 plane millimetres), ``needs_confirmation`` and the runner-up
-    ``alternatives`` as the recogniser gave them. ``note`` says why a tile read sure is
-    flagged all the same (the table shows more copies of it than a set holds); a tile
-    flagged with no note was read unsure."""
+    ``alternatives`` as the recogniser gave them. ``note`` says why a tile is flagged
+    when it is more than its own read: the table shows more copies of it than a set holds,
+    or (in the tracker's settled views) why the frames leave it in doubt."""
 
     label: int
     confidence: float
@@ -1162,7 +1162,8 @@ def flag_extra_copies(views: tuple[SeatView, ...]) -> tuple[SeatView, ...]:
         for m in v.melds:
             mine = sorted({int(t) for t in m.tiles} & extra.keys())
             if mine:
-                note = "; ".join([*filter(None, [m.note]), *(extra[lab] for lab in mine)])
+                said = [extra[lab] for lab in mine if extra[lab] not in m.note]
+                note = "; ".join([*filter(None, [m.note]), *said])
                 m = replace(m, needs_confirmation=True, note=note)
             melds.append(m)
         out.append(

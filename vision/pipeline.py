@@ -24,6 +24,7 @@ sideways; see :func:`vision.melds.settle_orientation`), and the tiles are groupe
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -131,7 +132,8 @@ class TableUpdate:
             "views": [v.to_json() for v in self.views],
             "needs_confirmation": any(v.needs_confirmation for v in self.views),
             "reading": {
-                "timestamp": r.timestamp,
+                # a camera of the integrator's own may stamp frames NaN: JSON has no NaN
+                "timestamp": r.timestamp if math.isfinite(r.timestamp) else None,
                 "seconds": round(r.seconds, 4),
                 "views": [v.to_json() for v in r.views],
                 "needs_confirmation": r.needs_confirmation,

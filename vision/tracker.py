@@ -63,9 +63,9 @@ doubt, not only when the last frame does:
   two is a misread. A flower that replaced a loose tile this way is replaced back by it when
   the tile is read again, once: the tile then stays, and flower readings only dispute it;
 * the table would then show a tile more often than the set holds it, which no one seat's
-  readings can tell. This is checked on the settled table; a tile read sure that one
-  frame's copy check flagged counts as read sure, so the right reading of a tile is not
-  called unsure for another's misread.
+  readings can tell. Frames that show a tile more often than that flag every copy they
+  show (which one is misread cannot be told); a tile read sure and flagged only so is
+  noted "flagged" with the copies, not "read unsure".
 
 Whether a place is bare table needs the picture: the pipeline passes ``is_bare`` (a convex
 polygon on the plane -> bool). Without it a place counts as hidden unless tiles seen cover it,
@@ -198,7 +198,10 @@ class _Track:
     sure_run: int = 0  # consecutive frames it was observed read sure
     sure: MeldView | TileRead | None = None  # its last reading not flagged
     latched: bool = False  # settled and in doubt from its reads (see observe)
-    doubt: str = ""  # how it was read in the last frame read unsure
+    doubt: str = ""  # how it was read in the last frame flagged
+    # how that frame was flagged: read unsure, or (a tile read sure) for the copies the frame
+    # shows of it, which a misread of another tile makes as well
+    flagged_as: str = "read unsure"
     contradicts: str = ""  # what sure reading it replaced, not grown on
     # the kinds of reading of its place it settled over, its own and its forerunners' there
     displaced: frozenset[str] = frozenset()
@@ -224,6 +227,8 @@ class _Track:
         if unsure:
             self.sure_run = 0
             self.doubt = _read_as(value)
+            copies = isinstance(value, TileRead) and bool(value.note)
+            self.flagged_as = "flagged" if copies else "read unsure"
         else:
             self.sure_run += 1
             if self.sure_run >= clear_after:
@@ -283,17 +288,12 @@ def _reason(value: MeldView | TileRead) -> str:
     return value.note or "read unsure"
 
 
-def _as_read(r: TileRead) -> TileRead:
-    """The read as the recogniser gave it, without a flag the frame's copy check added."""
-    return replace(r, needs_confirmation=False, note="") if r.note else r
-
-
 def _read_as(value: MeldView | TileRead) -> str:
-    """How a thing was read, for a note: a meld's own note, or the tile, how sure, and the
-    runner-up."""
+    """How a thing was read, for a note: a meld's own note, or the tile, how sure, the
+    runner-up, and why a tile read sure was flagged."""
     if isinstance(value, MeldView):
         return value.note or value.describe()
-    return value.describe()
+    return f"{value.describe()}: {value.note}" if value.note else value.describe()
 
 
 def _what(value: MeldView | TileRead) -> str:
@@ -514,7 +514,7 @@ class TableTracker:
         reads: list[TileRead] = []
 
         def settled(chosen: list[_Track], say: Callable[[Any, str], str]) -> list[Any]:
-            # each thing as settled, flagged (a meld with the reason as its note) when in doubt
+            # each thing as settled, flagged with the reason as its note when in doubt
             out = []
             for t in chosen:
                 value, why = t.value, self._doubt(t, everything)
@@ -526,8 +526,7 @@ class TableTracker:
                 reads.extend(value.reads if isinstance(value, MeldView) else [value])
                 if why:
                     notes.append(say(value, why))
-                    note = {"note": why} if isinstance(value, MeldView) else {}
-                    value = replace(value, needs_confirmation=True, **note)
+                    value = replace(value, needs_confirmation=True, note=why)
                 out.append(value)
             return out
 
@@ -577,7 +576,7 @@ class TableTracker:
         elif reads and _read_doubtful(t):
             k, n = sum(t.recent), len(t.recent)
             when = f"in {k} of its last {n} frames" if k >= 2 else "lately"
-            why.append(f"read unsure {when} ({t.doubt})")
+            why.append(f"{t.flagged_as} {when} ({t.doubt})")
         if t.contradicts:
             why.append(t.contradicts)
         # a candidate: the other readings of its place still going
@@ -639,21 +638,17 @@ class TableTracker:
             if not over:
                 out.append(c)
                 continue
-            why = "; ".join([*filter(None, [c.note]), *(extra[lab] for lab in over)])
+            said = [extra[lab] for lab in over if extra[lab] not in c.note]
+            why = "; ".join([*filter(None, [c.note]), *said])
             meld = replace(c.meld, needs_confirmation=True, note=why) if c.meld else None
             out.append(replace(c, meld=meld, needs_confirmation=True, note=why))
         return out
 
     def _observations(self, view: SeatView) -> list[tuple[str, Any, MeldView | TileRead]]:
-        # a tile read sure, flagged only for the copies this frame shows of it, counts as
-        # read sure: the settled table is checked for copies itself (views, changes), and
-        # counting those frames as unsure flagged the right reading as "read unsure" too
-        flowers = [_as_read(r) for r in view.flower_reads]
-        opens = [_as_read(r) for r in view.open_reads]
         obs: list[tuple[str, Any, MeldView | TileRead]] = []
-        obs += [(_FLOWER, r.label, r) for r in flowers]
+        obs += [(_FLOWER, r.label, r) for r in view.flower_reads]
         obs += [(_MELD, m.key, m) for m in view.melds]
-        obs += [(_OPEN, r.label, r) for r in opens]
+        obs += [(_OPEN, r.label, r) for r in view.open_reads]
         return obs
 
     def _update_seat(
@@ -852,8 +847,9 @@ class TableTracker:
                 changes.append(self._removed(seat, t))
         if open_changed:
             opens = [t for t in tracks if t.confirmed and t.kind == _OPEN]
-            doubts = [*dict.fromkeys(open_notes)]
+            doubts = [*open_notes]
             doubts += [f"{_what(t.value)}: {why}" for t in opens if (why := self._doubt(t, tracks))]
+            doubts = [*dict.fromkeys(doubts)]  # four 5s flagged alike: said once
             changes.append(
                 TableChange(
                     seat,

@@ -162,8 +162,9 @@ class Meld:
 
     def to_json(self) -> dict[str, Any]:
         """The meld as a win's JSON gives it (``docs/scoring.md``): ``{"kind": "pung",
-        "tiles": "EEE", "from": 1}``, without ``from`` where no seat is known; it reads back
-        with :func:`controller.rules.meld_from_json`."""
+        "tiles": "EEE", "from": 1}``, without ``from`` where no seat is known. It reads back
+        with :func:`controller.rules.meld_from_json`, which refuses an exposed kong with no
+        seat unless told the meld is not scored (``scored=False``)."""
         out: dict[str, Any] = {"kind": self.kind.value, "tiles": self.tiles_text}
         if self.source is not None:
             out["from"] = self.source

@@ -391,7 +391,7 @@ def _meld(m: Any, here: str, *, scored: bool) -> Meld:
     if extra:
         raise WinInputError(
             "unknown field (known: kind, tiles, from, concealed, added)",
-            field=f"{here}.{sorted(extra)[0]}",
+            field=f"{here}.{sorted(map(str, extra))[0]}",  # a Python caller's keys may be any
         )
     kind_text = _required(m, "kind", f"{here}.kind")
     concealed = m.get("concealed", False)
@@ -402,7 +402,7 @@ def _meld(m: Any, here: str, *, scored: bool) -> Meld:
     if concealed or added:
         if kind_name != "kong" or (concealed and added):
             raise WinInputError(
-                f"only a kong is concealed or added (and not both), not a {kind_name}",
+                f"only a kong is concealed or added (and not both), not {kind_name!r}",
                 field=here,
             )
         kind_name = (MeldKind.CONCEALED_KONG if concealed else MeldKind.ADDED_KONG).value
