@@ -359,3 +359,23 @@ def test_quantise_refuses_options_it_would_ignore(tmp_path, shared_data, capsys,
     assert main([*argv, *extra]) == 2
     assert said in capsys.readouterr().err
     assert not model.exists()
+
+
+def test_detect_does_not_take_the_tables_corner_markers_for_tiles(tmp_path, capsys):
+    from hardware_sim.camera import SimCamera
+    from vision.calibration import find_markers
+    from vision.cli import not_markers
+    from vision.detection import TileDetection, box_of_quad
+
+    camera = SimCamera(seed=0)
+    frame = camera.read().image
+    camera.close()
+    path = tmp_path / "empty.png"
+    cv2.imwrite(str(path), frame)
+    # the finder took two of the four markers for tiles, read unsure (W 0.22, 8s 0.18)
+    assert main(["detect", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["tiles"] == []
+    marker = find_markers(frame)[0]
+    unsure = TileDetection(27, 0.22, box_of_quad(marker), marker, needs_confirmation=True)
+    sure = TileDetection(27, 0.95, box_of_quad(marker), marker)
+    assert not_markers([unsure, sure], frame) == [sure]  # read surely, a tile stays

@@ -14,6 +14,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for annotations: the handlers import these when they run
+    import numpy as np
+
+    from vision.detection import TileDetection
 
 EXIT_OK = 0
 EXIT_NO = 1
@@ -117,6 +123,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.set_defaults(func=enrol_command)
 
 
+def not_markers(tiles: list[TileDetection], image: np.ndarray) -> list[TileDetection]:
+    """The tiles found, less any read unsure on one of the table's corner markers: a marker
+    in a photo of the table is no tile, and the finder sometimes takes one for a tile (read
+    surely, a tile stays, even where a pattern in its art reads as a marker)."""
+    import cv2
+    import numpy as np
+
+    from vision.calibration import find_marker_sightings
+
+    if not any(t.needs_confirmation for t in tiles):
+        return tiles
+    markers = [q for seen in find_marker_sightings(image).values() for q in seen]
+
+    def on_a_marker(t: TileDetection) -> bool:
+        x, y = np.asarray(t.quad, np.float64).mean(axis=0)
+        return any(
+            cv2.pointPolygonTest(np.asarray(q, np.float32), (float(x), float(y)), False) >= 0
+            for q in markers
+        )
+
+    return [t for t in tiles if not (t.needs_confirmation and on_a_marker(t))]
+
+
 def detect_command(args: argparse.Namespace) -> int:
 
     from controller.errors import CameraError
@@ -140,7 +169,7 @@ def detect_command(args: argparse.Namespace) -> int:
     for path in args.images:
         try:
             img = read_image(path)
-            tiles = rec.detect(img)
+            tiles = not_markers(rec.detect(img), img)
         except CameraError as exc:
             failed += 1
             # the recogniser's own checks speak of "the picture": say which
