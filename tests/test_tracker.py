@@ -582,6 +582,52 @@ class Reads:
         return changes
 
 
+def test_a_pung_read_as_its_kong_now_and_then_is_flagged_until_the_kong_settles():
+    # a pung of 白 made an added kong: the added tile, a blank lying sideways against the
+    # sideways blank, is found in one frame of three, so the pung is seen in the others
+    # and the kong cannot settle. The settled pung stood unflagged for as long
+    kong = Meld.of("added_kong", "PPPP", 0)
+    table = Reads(TableLayout().with_seat(1, melds=(kong,)), stable_frames=STABLE)
+    whites = [i for i, p in enumerate(table.placed) if p.label == int(Tile.WHITE)]
+    pung = Meld.of("pung", "PPP", 0)
+
+    def seen_as_pung_without(i: int) -> bool:
+        probe = Reads(TableLayout().with_seat(1, melds=(kong,)), stable_frames=STABLE)
+        probe.hidden = {i}
+        for _ in range(STABLE):
+            probe.frame()
+        return [m.meld for m in probe.tracker.view(1).melds] == [pung]
+
+    (added,) = [i for i in whites if seen_as_pung_without(i)]
+    table.hidden = {added}
+    for _ in range(STABLE + 1):
+        table.frame()
+    assert [m.meld for m in table.tracker.view(1).melds] == [pung]
+    assert not table.tracker.view(1).needs_confirmation
+    flagged = []
+    for f in range(24):
+        table.hidden = set() if f % 3 == 0 else {added}
+        table.frame()
+        view = table.tracker.view(1)
+        flagged.append(view.needs_confirmation)
+        if [m.meld for m in view.melds] == [pung] and f >= 4:
+            assert view.needs_confirmation
+            assert "may have become [PPPP+<0]" in " ".join(view.notes)
+    assert sum(flagged) >= 18
+
+
+def test_a_pung_made_a_kong_in_plain_view_settles_with_no_flag():
+    kong = Meld.of("added_kong", "PPPP", 0)
+    table = Table()
+    table.show(TableLayout().with_seat(1, melds=(Meld.of("pung", "PPP", 0),)), STABLE + 1)
+    for _ in range(STABLE + 1):
+        table.show(TableLayout().with_seat(1, melds=(kong,)))
+        assert not table.tracker.view(1).needs_confirmation
+    assert [m.meld for m in table.tracker.view(1).melds] == [kong]
+    (change,) = table.changes[1:]
+    assert change.kind == ChangeKind.MELD_CHANGED and not change.needs_confirmation
+
+
 def test_a_thing_read_unsure_in_most_frames_settles_flagged_though_the_last_read_sure():
     # 5f read as 6f, and a pung's tile as its own face, unsure in four frames and sure (0.65)
     # in the fifth, when they settle: the flag came from that one frame alone

@@ -62,6 +62,10 @@ doubt, not only when the last frame does:
   few frames of glare; a flower where a loose tile lay, or the other way round): one of the
   two is a misread. A flower that replaced a loose tile this way is replaced back by it when
   the tile is read again, once: the tile then stays, and flower readings only dispute it;
+* a reading it would grow into (a pung made a kong) keeps coming in its place but not
+  steadily, two frames or more with frames between that show it only in part (a kong of
+  白 whose two sideways blanks read as one tile): it stays flagged "may have become …"
+  until that reading settles or stops (a kong read frame after frame settles unflagged);
 * the table would then show a tile more often than the set holds it, which no one seat's
   readings can tell. Frames that show a tile more often than that flag every copy they
   show (which one is misread cannot be told); a tile read sure and flagged only so is
@@ -190,6 +194,7 @@ class _Track:
     value: MeldView | TileRead
     seen: int = 1  # frames it was observed in (while a candidate)
     missed: int = 0  # consecutive frames it was not observed
+    gaps: int = 0  # frames it was not observed while a candidate, in all
     clear: int = 0  # consecutive frames unobserved with none of its place hidden
     confirmed: bool = False
     footprint: list[np.ndarray] = field(default_factory=list)
@@ -579,12 +584,30 @@ class TableTracker:
             why.append(f"{t.flagged_as} {when} ({t.doubt})")
         if t.contradicts:
             why.append(t.contradicts)
+        if t.confirmed:
+            why += self._unsteady_growth(t, tracks)
         # a candidate: the other readings of its place still going
         disputes = t.disputes if t.confirmed else self._live_disputes(t, tracks)
         for what, n in disputes.items():
             if n >= 2 and what != but_for:  # once is a glimpse (a hand's shadow, a tile laid)
                 why.append(f"also read as {what} in {n} frames")
         return "; ".join(why)
+
+    def _unsteady_growth(self, t: _Track, tracks: Sequence[_Track]) -> list[str]:
+        """What settled ``t`` may have grown into (a pung made a kong) by readings of its
+        place that keep coming but not steadily enough to settle: between them it is seen
+        only in part (a kong of 白 whose two sideways blanks read as one tile). A growth read
+        frame after frame settles within ``stable_frames`` and is no doubt meanwhile."""
+        return [
+            f"may have become {_what(r.value)}: read so in {r.seen} frames, not steadily"
+            for r in tracks
+            if not r.confirmed
+            and r.missed < self.forget_frames
+            and r.seen >= 2
+            and r.gaps >= 1
+            and _grows_into(t.value, r.value)
+            and _overlaps(r.footprint, t.footprint)
+        ]
 
     def _live_disputes(self, t: _Track, tracks: Sequence[_Track]) -> dict[str, int]:
         """The readings of ``t``'s place not settled and still going, and the frames each
@@ -691,6 +714,7 @@ class TableTracker:
                 continue
             t.missed += 1
             if not t.confirmed:
+                t.gaps += 1
                 continue
             hidden = any(self._hidden(q, seen, is_bare) for q in t.footprint)
             t.clear = 0 if hidden else t.clear + 1
