@@ -48,12 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "read.",
     )
     src = p.add_mutually_exclusive_group()
-    src.add_argument(
-        "--camera",
-        default="0",
-        help="camera to read: an index (0), a device (/dev/video0), a URL, 'picamera', a "
-        "video file or a folder of images (default 0)",
-    )
+    add_camera_argument(src)
     src.add_argument("--image", type=Path, help="calibrate from this still picture instead")
     p.add_argument(
         "--out",
@@ -61,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=Path("calibration.json"),
         help="where to write the calibration (default calibration.json)",
     )
-    p.add_argument("--size", help="frame size to ask the camera for, WxH (e.g. 1280x960)")
+    add_size_argument(p)
     p.add_argument("--frames", type=int, default=15, help="frames to try before giving up")
     p.add_argument(
         "--corners",
@@ -101,6 +96,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=calibrate_command)
+
+
+def add_camera_argument(parser: argparse.ArgumentParser | argparse._ActionsContainer) -> None:
+    """``--camera``, as every command that reads the overhead camera takes it."""
+    parser.add_argument(
+        "--camera",
+        default="0",
+        help="camera to read: an index (0), a device (/dev/video0), a URL, 'picamera', a "
+        "video file or a folder of images (default 0)",
+    )
+
+
+def add_size_argument(parser: argparse.ArgumentParser) -> None:
+    """``--size``, read by :func:`parse_size`."""
+    parser.add_argument("--size", help="frame size to ask the camera for, WxH (e.g. 1280x960)")
 
 
 def parse_size(text: str | None) -> tuple[int, int] | None:

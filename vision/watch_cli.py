@@ -32,6 +32,8 @@ EXIT_HARDWARE = 3
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from vision.calibrate_cli import add_camera_argument, add_size_argument
+
     p = subparsers.add_parser(
         "watch",
         help="read the table through the camera and print what settles (Ctrl-C to stop)",
@@ -41,19 +43,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Exit status 0 when it ran, 2 for bad arguments, 3 when the calibration, model or "
         "camera cannot be used or no frame could be read.",
     )
-    p.add_argument(
-        "--camera",
-        default="0",
-        help="camera to read: an index (0), a device (/dev/video0), a URL, 'picamera', a "
-        "video file or a folder of images (default 0)",
-    )
+    add_camera_argument(p)
     p.add_argument(
         "--calibration",
         type=Path,
         default=Path("calibration.json"),
         help="the calibration 'mahjong-table calibrate' saved (default calibration.json)",
     )
-    p.add_argument("--size", help="frame size to ask the camera for, WxH (e.g. 1280x960)")
+    add_size_argument(p)
     p.add_argument("--model", type=Path, help="model folder (default: the committed model)")
     p.add_argument("--min-confidence", type=float, help="flag tiles under this probability")
     p.add_argument(
