@@ -17,6 +17,7 @@ pictures is refused: frames of two hands would mix.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ EXIT_OK = 0
 EXIT_INPUT = 2
 EXIT_IO = 3
 FORMATS = ("jpg", "png")
+MAX_SIDE = 4096
+"""The largest frame side drawn: beyond it a frame is gigabytes of rendering for nothing."""
 JPEG_QUALITY = 92
 """Near what a camera's own JPEG gives, at about a tenth of a PNG's size."""
 
@@ -56,6 +59,8 @@ def sim_camera_command(args: argparse.Namespace) -> int:
 
     try:
         size = parse_size(args.size) or (1280, 960)
+        if max(size) > MAX_SIDE:
+            raise ValueError(f"--size: at most {MAX_SIDE} pixels a side, not {args.size}")
         if args.seed < 0:
             raise ValueError(f"--seed is 0 or more, not {args.seed}")
         if args.hold < 1:
@@ -72,10 +77,19 @@ def sim_camera_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"mahjong-table sim-camera: --out {args.out}: {exc}", file=sys.stderr)
         return EXIT_IO
+    created = not args.out.exists()
+    wrote: list[Path] = []
     try:
-        written, truth = write_hand(args.out, args, size)
+        written, truth = write_hand(args.out, args, size, wrote)
     except OSError as exc:
-        print(f"mahjong-table sim-camera: cannot write to {args.out}: {exc}", file=sys.stderr)
+        # half a hand is no use, and would make the folder refused next time: take it away
+        for path in wrote:
+            path.unlink(missing_ok=True)
+        if created:
+            with contextlib.suppress(OSError):
+                args.out.rmdir()
+        why = exc.strerror or exc
+        print(f"mahjong-table sim-camera: cannot write to {args.out}: {why}", file=sys.stderr)
         return EXIT_IO
     first = args.out / f"frame-0000.{args.format}"
     print(
@@ -91,9 +105,10 @@ def sim_camera_command(args: argparse.Namespace) -> int:
 
 
 def write_hand(
-    out: Path, args: argparse.Namespace, size: tuple[int, int]
+    out: Path, args: argparse.Namespace, size: tuple[int, int], wrote: list[Path]
 ) -> tuple[int, dict[str, Any]]:
-    """Render and write the frames; returns how many, and the truth written beside them."""
+    """Render and write the frames, each path to ``wrote`` as it is written; returns how
+    many, and the truth written beside them."""
     import cv2
     import numpy as np
 
@@ -107,6 +122,7 @@ def write_hand(
     out.mkdir(parents=True, exist_ok=True)
     camera = SimCamera(seed=args.seed, size=size)
     params = [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY] if args.format == "jpg" else []
+    suffix = f".{args.format}"
     frame = 0
     seen = []
     try:
@@ -114,9 +130,12 @@ def write_hand(
             camera.set_layout(step.layout)
             seen.append({"frames": [frame, frame + step.frames - 1], "what": step.what})
             for _ in range(step.frames):
-                path = out / f"frame-{frame:04d}.{args.format}"
-                if not cv2.imwrite(str(path), camera.read().image, params):
-                    raise OSError(f"OpenCV could not write {path}")
+                path = out / f"frame-{frame:04d}{suffix}"
+                ok, data = cv2.imencode(suffix, camera.read().image, params)
+                if not ok:
+                    raise OSError(f"OpenCV could not encode frame {frame} as {args.format}")
+                wrote.append(path)
+                path.write_bytes(data.tobytes())  # an OSError here says why (disk full, …)
                 frame += 1
     finally:
         camera.close()
@@ -138,5 +157,8 @@ def write_hand(
             for k, seat in enumerate(final.seats)
         ],
     }
-    (out / "truth.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
+    wrote.append(out / "truth.json")
+    (out / "truth.json").write_text(
+        json.dumps(truth, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    )
     return frame, truth

@@ -72,7 +72,12 @@ def test_a_folder_holding_pictures_is_refused(hand: Path, tmp_path: Path, capsys
 
 @pytest.mark.parametrize(
     ("args", "says"),
-    [(["--hold", "0"], "--hold"), (["--seed", "-1"], "--seed"), (["--size", "9x9"], "--size")],
+    [
+        (["--hold", "0"], "--hold"),
+        (["--seed", "-1"], "--seed"),
+        (["--size", "9x9"], "--size"),
+        (["--size", "5000x4000"], "at most 4096"),
+    ],
 )
 def test_bad_arguments_exit_2(tmp_path: Path, capsys, args: list[str], says: str) -> None:
     assert main(["sim-camera", "--out", str(tmp_path / "x"), *args]) == 2
@@ -91,3 +96,36 @@ def test_png_frames_and_other_sizes(tmp_path: Path, capsys) -> None:
     assert len(frames) == truth["frames"] and truth["size"] == [640, 480]
     assert cv2.imread(str(frames[0])).shape == (480, 640, 3)
     assert not any("reaches in" in s["what"] for s in truth["steps"])
+
+
+def test_a_hand_that_cannot_be_written_whole_leaves_nothing_behind(tmp_path: Path) -> None:
+    # a disk that fills half way (here a file size limit) left half a hand, which the next
+    # run then refused as a folder holding pictures
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    out = tmp_path / "hand"
+    run = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "sim-camera", "--out", str(out),
+         "--format", "png", "--hold", "1", "--no-arms"],
+        capture_output=True, text=True, preexec_fn=small_files, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 3, run.stderr
+    assert "File too large" in run.stderr
+    assert not out.exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    run = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "sim-camera", "--out", str(kept),
+         "--format", "png", "--hold", "1", "--no-arms"],
+        capture_output=True, text=True, preexec_fn=small_files, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 3
+    assert [p.name for p in kept.iterdir()] == ["notes.txt"]  # the folder and its own file stay

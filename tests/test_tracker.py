@@ -1005,6 +1005,18 @@ def test_a_table_swept_clear_reports_things_gone_without_asking():
     assert len(removed) == 2 and not any(c.needs_confirmation for c in removed)
 
 
+def test_a_hand_laid_open_and_taken_away_says_so():
+    hand = tuple(parse_tiles("123m 456p 789s EE"))
+    table = Reads(TableLayout().with_seat(2, open_tiles=hand))
+    for _ in range(6):
+        table.frame()
+    table.placed = []
+    table.felt = felt_test([])
+    changes = [c for _ in range(12) for c in table.frame()]
+    (gone,) = [c for c in changes if c.kind == ChangeKind.OPEN_TILES]
+    assert gone.open_tiles == () and gone.describe() == "seat 2: the tiles laid open are gone"
+
+
 def test_one_tile_of_a_meld_left_behind_does_not_hold_it():
     table = Reads(TableLayout().with_seat(0, melds=(Meld.of("pung", "555m", 1),)))
     for _ in range(6):

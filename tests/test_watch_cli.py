@@ -187,3 +187,17 @@ def test_ctrl_c_prints_the_table_so_far(table, capsys, monkeypatch) -> None:
     out = capsys.readouterr().out.splitlines()
     assert f"the table after {EMPTY + 6} frames (stopped):" in out
     assert "  seat 2: melds [EEE<1]" in out
+
+
+def test_frames_on_disk_that_cannot_be_read_end_at_once(table, tmp_path, capsys) -> None:
+    # a folder with no pictures, or a broken video, never will give a frame: it was
+    # retried every 2 s for ever, as a camera not yet plugged in is
+    _, calibration = table
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    broken = tmp_path / "broken.mp4"
+    broken.write_text("not a video")
+    for source, says in ((empty, "holds no images"), (broken, "cannot open")):
+        code = main(["watch", "--camera", str(source), "--calibration", str(calibration)])
+        assert code == 3
+        assert says in capsys.readouterr().err

@@ -130,11 +130,13 @@ def not_markers(tiles: list[TileDetection], image: np.ndarray) -> list[TileDetec
     import cv2
     import numpy as np
 
-    from vision.calibration import find_marker_sightings
+    from vision.calibration import MARKER_IDS, find_marker_sightings
 
     if not any(t.needs_confirmation for t in tiles):
         return tiles
-    markers = [q for seen in find_marker_sightings(image).values() for q in seen]
+    sightings = find_marker_sightings(image)
+    # the table's own four markers only: other ids are patterns in tiles' art
+    markers = [q for k, seen in sightings.items() if k in MARKER_IDS for q in seen]
 
     def on_a_marker(t: TileDetection) -> bool:
         x, y = np.asarray(t.quad, np.float64).mean(axis=0)

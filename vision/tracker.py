@@ -149,6 +149,8 @@ class TableChange:
             ChangeKind.FLOWER_CHANGED: lambda: f"flower {_text(self.previous)} is {self.flower}",
             ChangeKind.OPEN_TILES: lambda: (
                 "laid open: " + " ".join(t.code for t in self.open_tiles)
+                if self.open_tiles
+                else "the tiles laid open are gone"
             ),
             ChangeKind.REMOVED: lambda: f"{_text(self.meld or self.flower)} is gone",
         }[self.kind]()

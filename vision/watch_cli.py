@@ -106,10 +106,17 @@ def watch_command(args: argparse.Namespace) -> int:
     recognizer = TileRecognizer(args.model, min_confidence=args.min_confidence)
     pipeline = TablePipeline(calibration, recognizer, mode=args.mode)
     camera = open_camera(args.camera, size=size)
+    # a video or folder of frames is replayed: one that cannot open never will (a camera
+    # not plugged in yet is waited for), and a bad frame there is no reason to wait
+    replayed = _replayed(args.camera)
+    if replayed:
+        camera.open()
     errors = _Errors()
     deadline = None if args.seconds is None else time.monotonic() + args.seconds
 
-    def past_deadline() -> bool:
+    def should_stop() -> bool:
+        if replayed and not camera.is_open:  # the file went away, or broke, half way
+            return True
         return deadline is not None and time.monotonic() >= deadline
 
     if not args.json:
@@ -119,7 +126,11 @@ def watch_command(args: argparse.Namespace) -> int:
     ended = "the camera's frames ran out"
     try:
         for update in pipeline.watch(
-            camera, limit=args.frames, on_error=errors.report, should_stop=past_deadline
+            camera,
+            limit=args.frames,
+            retry_s=0.0 if replayed else 2.0,
+            on_error=errors.report,
+            should_stop=should_stop,
         ):
             frames += 1
             if args.json:
@@ -131,7 +142,9 @@ def watch_command(args: argparse.Namespace) -> int:
             sys.stdout.flush()
         if args.frames is not None and frames >= args.frames:
             ended = f"{frames} frames read"
-        elif past_deadline():
+        elif replayed and not camera.is_open:
+            ended = f"{camera.name} could not be read on"
+        elif deadline is not None and time.monotonic() >= deadline:
             ended = f"{args.seconds:g} seconds passed"
     except KeyboardInterrupt:
         ended = "stopped"
@@ -144,6 +157,17 @@ def watch_command(args: argparse.Namespace) -> int:
         print(f"mahjong-table watch: no frame of {camera.name} could be read", file=sys.stderr)
         return EXIT_HARDWARE
     return EXIT_OK
+
+
+def _replayed(spec: str) -> bool:
+    """Whether ``--camera`` names frames on disk (a video file, a picture, a folder of them)
+    rather than a camera (an index, a device, a stream, a Pi camera)."""
+    if spec.strip().startswith("/dev/") or "://" in spec:
+        return False
+    try:
+        return Path(spec).expanduser().exists()
+    except OSError:
+        return False
 
 
 class _Errors:
