@@ -826,6 +826,29 @@ def test_a_flower_read_as_its_neighbour_now_and_then_is_flagged_for_the_copies()
     assert flagged >= 30
 
 
+def test_a_meld_read_sure_is_not_called_unsure_for_the_copies_the_table_shows():
+    # seat 0's laid-open 6s read surely as 5s for a while: the frames show 5s five times,
+    # and seat 2's pung of 5s, every tile of it read at 0.97, was noted "read unsure"
+    hand = tuple(parse_tiles("123456789m 123p 66s"))
+    layout = (
+        TableLayout()
+        .with_seat(0, open_tiles=hand)
+        .with_seat(2, melds=(Meld.of("pung", "555s", 1),), open_tiles=(Tile.S5,))
+    )
+    table = Reads(layout, stable_frames=STABLE)
+    for _ in range(25):
+        table.frame()
+    six = table.index(int(Tile.S6))
+    for _ in range(12):
+        table.frame({six: (int(Tile.S5), 0.9)})
+    for _ in range(6):
+        table.frame()
+    notes = table.tracker.view(2).notes
+    assert any(n.startswith("seat 2: [555s<1]: flagged in") for n in notes), notes
+    assert not any("read unsure" in n for n in notes)
+    assert all("5s is seen 5 times" in n for n in notes)
+
+
 def test_a_misread_open_tile_is_flagged_while_the_other_copies_are_still_settling():
     # seat 0's 6s read, surely, as 5s while seat 2's four loose 5s wait to settle (a kong
     # may be being laid): only the frames show five 5s, and seat 0's hand must not settle

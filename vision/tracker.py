@@ -234,8 +234,7 @@ class _Track:
         if unsure:
             self.sure_run = 0
             self.doubt = _read_as(value)
-            copies = isinstance(value, TileRead) and bool(value.note)
-            self.flagged_as = "flagged" if copies else "read unsure"
+            self.flagged_as = "read unsure" if _read_unsure(value) else "flagged"
         else:
             self.sure_run += 1
             if self.sure_run >= clear_after:
@@ -293,6 +292,14 @@ def _grows_into(old: MeldView | TileRead, new: MeldView | TileRead) -> bool:
 def _reason(value: MeldView | TileRead) -> str:
     """Why this frame's reading of a thing is flagged."""
     return value.note or "read unsure"
+
+
+def _read_unsure(value: MeldView | TileRead) -> bool:
+    """Whether a flagged reading was flagged for how surely its tiles were read, not only for
+    what the table or the meld's shape says (copies of a tile, an illegal meld)."""
+    if isinstance(value, MeldView):
+        return any(r.needs_confirmation for r in value.reads)
+    return not value.note
 
 
 def _read_as(value: MeldView | TileRead) -> str:
