@@ -110,22 +110,20 @@ def test_a_hand_that_cannot_be_written_whole_leaves_nothing_behind(tmp_path: Pat
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead
         resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
 
+    def sim_camera(out: Path) -> subprocess.CompletedProcess[str]:
+        args = ["--out", str(out), "--format", "png", "--hold", "1", "--no-arms"]
+        return subprocess.run(
+            [sys.executable, "-m", "controller.cli", "sim-camera", *args],
+            capture_output=True, text=True, preexec_fn=small_files, timeout=300,
+        )  # fmt: skip
+
     out = tmp_path / "hand"
-    run = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "sim-camera", "--out", str(out),
-         "--format", "png", "--hold", "1", "--no-arms"],
-        capture_output=True, text=True, preexec_fn=small_files, timeout=300,
-    )  # fmt: skip
+    run = sim_camera(out)
     assert run.returncode == 3, run.stderr
     assert "File too large" in run.stderr
     assert not out.exists()
     kept = tmp_path / "kept"
     kept.mkdir()
     (kept / "notes.txt").write_text("mine")
-    run = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "sim-camera", "--out", str(kept),
-         "--format", "png", "--hold", "1", "--no-arms"],
-        capture_output=True, text=True, preexec_fn=small_files, timeout=300,
-    )  # fmt: skip
-    assert run.returncode == 3
+    assert sim_camera(kept).returncode == 3
     assert [p.name for p in kept.iterdir()] == ["notes.txt"]  # the folder and its own file stay
