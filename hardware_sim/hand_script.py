@@ -15,11 +15,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from controller.rules.melds import Meld, MeldKind
+from controller.rules.melds import SEATS, Meld, MeldKind
 from controller.rules.tiles import Tile
 from vision.table_scene import ArmOver, SeatLayout, TableLayout, random_layout
 
-SEATS = 4
 ARM_FRAMES = 2
 """Frames an arm is seen reaching in before what it lays shows."""
 

@@ -59,6 +59,7 @@ def test_folder_reads_images_in_name_order_and_skips_past_a_bad_file(tmp_path: P
     (tmp_path / "f1b.jpg").write_bytes(b"not a jpeg at all")
     (tmp_path / "notes.txt").write_text("ignored")
     cam = ImageFolderCamera(tmp_path)
+    assert not cam.live  # frames replayed from files, not a camera to wait for
     first = cam.read()
     assert isinstance(first, Frame)
     assert first.index == 0 and first.source.endswith("f0.png")
@@ -82,6 +83,7 @@ def test_iteration_ends_at_end_of_stream_and_loop_restarts(tmp_path: Path) -> No
         cv2.imwrite(str(p), _solid(10 + i))
         paths.append(p)
     with ImageFilesCamera(paths) as cam:
+        assert not cam.live
         assert [f.index for f in cam] == [0, 1, 2]
     looped = ImageFilesCamera(paths, loop=True)
     sources = [Path(f.source).name for f in looped.frames(limit=7)]

@@ -56,6 +56,7 @@ def test_layout_changes_from_another_thread_are_atomic(sim_camera: SimCamera) ->
 
 def test_frames_are_reproducible_and_carry_fresh_noise() -> None:
     a, b = SimCamera(seed=4), SimCamera(seed=4)
+    assert a.live  # a camera, as a USB one is
     first, again = a.read().image, b.read().image
     assert np.array_equal(first, again)
     second = a.read().image

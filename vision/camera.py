@@ -184,6 +184,11 @@ class CameraSource(ABC):
     ``_grab`` and ``_close``.
     """
 
+    live: bool = True
+    """Whether frames come as they happen (a camera: one that cannot be opened may be plugged
+    in later) or are replayed from files (a video, pictures: one that cannot be opened never
+    will be)."""
+
     def __init__(self, name: str) -> None:
         self.name = name
         self._is_open = False
@@ -459,6 +464,8 @@ class ImageFilesCamera(CameraSource):
     An image that cannot be read raises :class:`CameraError` naming it; the next read moves on
     to the following image, so one bad file loses nothing else.
     """
+
+    live = False
 
     def __init__(
         self,

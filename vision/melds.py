@@ -239,13 +239,14 @@ def seat_line(
     """A seat's flowers, melds (as written) and laid-open tiles in a line: how
     :meth:`SeatView.describe` and the simulator's truth (``mahjong-table sim-camera``) say
     one, so the two can be set side by side."""
-    flower_codes = " ".join(t.code for t in flowers)
-    meld_texts = " ".join(melds)
-    open_codes = " ".join(t.code for t in open_tiles)
     parts = [
-        *([f"flowers {flower_codes}"] if flower_codes else []),
-        *([f"melds {meld_texts}"] if meld_texts else []),
-        *([f"laid open: {open_codes}"] if open_codes else []),
+        f"{what}{shown}"
+        for what, shown in (
+            ("flowers ", " ".join(t.code for t in flowers)),
+            ("melds ", " ".join(melds)),
+            ("laid open: ", " ".join(t.code for t in open_tiles)),
+        )
+        if shown
     ]
     return f"seat {seat}: " + ("; ".join(parts) or "nothing laid")
 

@@ -205,10 +205,7 @@ class _Track:
     sure_run: int = 0  # consecutive frames it was observed read sure
     sure: MeldView | TileRead | None = None  # its last reading not flagged
     latched: bool = False  # settled and in doubt from its reads (see observe)
-    doubt: str = ""  # how it was read in the last frame flagged
-    # how that frame was flagged: read unsure, or (a tile read sure) for the copies the frame
-    # shows of it, which a misread of another tile makes as well
-    flagged_as: str = "read unsure"
+    flagged: MeldView | TileRead | None = None  # its last reading flagged
     contradicts: str = ""  # what sure reading it replaced, not grown on
     # the kinds of reading of its place it settled over, its own and its forerunners' there
     displaced: frozenset[str] = frozenset()
@@ -233,8 +230,7 @@ class _Track:
         self.recent = [*self.recent, unsure][-max(window, clear_after) :]
         if unsure:
             self.sure_run = 0
-            self.doubt = _read_as(value)
-            self.flagged_as = "read unsure" if _read_unsure(value) else "flagged"
+            self.flagged = value
         else:
             self.sure_run += 1
             if self.sure_run >= clear_after:
@@ -590,7 +586,10 @@ class TableTracker:
         elif reads and _read_doubtful(t):
             k, n = sum(t.recent), len(t.recent)
             when = f"in {k} of its last {n} frames" if k >= 2 else "lately"
-            why.append(f"{t.flagged_as} {when} ({t.doubt})")
+            assert t.flagged is not None  # in doubt from its reads: some were flagged
+            # read unsure, or (read sure) flagged for what the table shows, such as copies
+            how = "read unsure" if _read_unsure(t.flagged) else "flagged"
+            why.append(f"{how} {when} ({_read_as(t.flagged)})")
         if t.contradicts:
             why.append(t.contradicts)
         if t.confirmed:

@@ -108,7 +108,7 @@ def watch_command(args: argparse.Namespace) -> int:
     camera = open_camera(args.camera, size=size)
     # a video or folder of frames is replayed: one that cannot open never will (a camera
     # not plugged in yet is waited for), and a bad frame there is no reason to wait
-    replayed = _replayed(args.camera)
+    replayed = not camera.live
     if replayed:
         camera.open()
     errors = _Errors()
@@ -157,17 +157,6 @@ def watch_command(args: argparse.Namespace) -> int:
         print(f"mahjong-table watch: no frame of {camera.name} could be read", file=sys.stderr)
         return EXIT_HARDWARE
     return EXIT_OK
-
-
-def _replayed(spec: str) -> bool:
-    """Whether ``--camera`` names frames on disk (a video file, a picture, a folder of them)
-    rather than a camera (an index, a device, a stream, a Pi camera)."""
-    if spec.strip().startswith("/dev/") or "://" in spec:
-        return False
-    try:
-        return Path(spec).expanduser().exists()
-    except OSError:
-        return False
 
 
 class _Errors:
