@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -246,3 +248,30 @@ def test_one_bad_field_only_raises_the_projects_errors(key, value):
         settle(wins, shanghai)
     except MahjongTableError:
         pass
+
+
+@given(st.integers(0, 2**32), st.sampled_from([1, 2, Fraction(1, 2)]))
+@settings(max_examples=300, deadline=None)
+def test_to_json_reads_back_to_the_same_win(seed, stake):
+    """A stored win (the table's event log keeps each as JSON) is the win that was scored."""
+    import random
+
+    from controller.rules.generate import random_win
+
+    win = random_win(random.Random(seed))
+    win = dataclasses.replace(win, stake=stake)
+    data = win.to_json()
+    assert win_from_json(json.loads(json.dumps(data))) == win
+
+
+def test_to_json_leaves_defaults_out_and_keeps_seat_zero():
+    win = win_from_json(
+        {"winner": 1, "flowers": "春夏秋冬梅兰竹菊", "win": {"type": "eight_flowers"}, "dealer": 0}
+    )
+    assert win.to_json() == {
+        "winner": 1,
+        "concealed": "",
+        "win": {"type": "eight_flowers"},
+        "flowers": ["1f", "2f", "3f", "4f", "5f", "6f", "7f", "8f"],
+        "dealer": 0,
+    }

@@ -15,7 +15,7 @@ from typing import Any
 from controller.rules.errors import HandError, MahjongTableError, WinInputError
 from controller.rules.hand import Hand
 from controller.rules.melds import SEATS, Meld, MeldKind
-from controller.rules.tiles import Tile, parse_tiles
+from controller.rules.tiles import Tile, format_tiles, parse_tiles
 
 
 class WinType(StrEnum):
@@ -110,6 +110,46 @@ class Win:
         if self.stake <= 0:
             raise WinInputError(f"must be above 0, not {self.stake}", field="stake")
         self._check_hand()
+
+    def to_json(self) -> dict[str, Any]:
+        """The win as ``docs/scoring.md`` writes it; :func:`win_from_json` reads it back to an
+        equal :class:`Win`. Fields at their defaults are left out, so a stored win stays short
+        and says only what was known; a stake that is not whole is written as a fraction
+        (``"1/2"``), which the reader takes exactly."""
+        hand = self.hand
+        out: dict[str, Any] = {
+            "winner": self.winner,
+            "concealed": format_tiles(hand.concealed),
+            "win": {"type": self.how.value}
+            | ({} if self.discarder is None else {"from": self.discarder}),
+        }
+        if hand.winning_tile is not None:
+            out["winning_tile"] = hand.winning_tile.code
+        if hand.melds:
+            out["melds"] = [m.to_json() for m in hand.melds]
+        if hand.flowers:
+            out["flowers"] = [f.code for f in hand.flowers]
+        elif self.flowers:
+            out["flowers"] = self.flowers
+        optional: dict[str, Any] = {
+            "after_kong": self.after_kong,
+            "after_flower": self.after_flower,
+            "dice": list(self.dice) if self.dice is not None else None,
+            "huangfan": self.huangfan,
+            "bound_pairs": [list(p) for p in self.bound_pairs],
+            "discarder_ready": self.discarder_ready,
+            "dealer": self.dealer,
+            "first_turn": self.first_turn,
+            "declared_ready": self.declared_ready,
+            "missed_tiles": [t.code for t in self.missed_tiles],
+        }
+        # left out where at its default (0 is a seat, so each field says its own default)
+        defaults = {"huangfan": 0, "dealer": None, "dice": None, "discarder_ready": None}
+        out |= {k: v for k, v in optional.items() if v != defaults.get(k, False) and v != []}
+        stake = Fraction(self.stake)
+        if stake != 1:
+            out["stake"] = stake.numerator if stake.denominator == 1 else str(stake)
+        return out
 
     def _check_hand(self) -> None:
         hand = self.hand
