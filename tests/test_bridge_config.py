@@ -43,13 +43,19 @@ def test_empty_serial_section_gives_defaults() -> None:
 @pytest.mark.parametrize(
     ("section", "key", "words"),
     [
-        ({"prot": "x"}, "serial.prot", "unknown setting"),
+        ({"prot": "x"}, "serial.prot", "unknown key; did you mean port"),
+        ({"zzz": "x"}, "serial.zzz", r"unknown key \(known: baudrate, command_timeout, "),
         ({"port": ""}, "serial.port", "device path or URL"),
-        ({"command_timeout": "2"}, "serial.command_timeout", "number of seconds"),
+        (
+            {"command_timeout": "2"},
+            "serial.command_timeout",
+            "expected a number of seconds between 0.05 and 600, got '2'",
+        ),
         ({"status_interval": 1.0}, "serial.status_interval", "between 0.2 and 0.5"),
         ({"window": 0}, "serial.window", "between 1 and 8"),
-        ({"window": 2.5}, "serial.window", "whole number"),
-        ({"baudrate": True}, "serial.baudrate", "whole number"),
+        ({"window": 2.5}, "serial.window", "expected an integer between 1 and 8, got 2.5"),
+        ({"baudrate": True}, "serial.baudrate", "expected an integer .*, got true"),
+        ({"baudrate": "fast"}, "serial.baudrate", "expected an integer .*, got 'fast'"),
         ({"link_lost_after": 0.4}, "serial.link_lost_after", "two status intervals"),
         ({"reconnect_min": 3.0, "reconnect_max": 1.0}, "serial.reconnect_max", "below"),
         (
