@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import threading
 
+import cv2
 import numpy as np
 import pytest
 
 from controller.errors import CameraError
 from controller.rules.melds import Meld
 from controller.rules.tiles import Tile
-from hardware_sim.camera import SimCamera
+from hardware_sim.camera import LAID_KEPT, SimCamera
 from vision.calibration import calibrate_from_markers
 from vision.camera import CameraLost, CameraSource
 from vision.labels import BACK
-from vision.table_scene import TableLayout
+from vision.table_scene import ArmOver, TableLayout
 
 
 def test_it_is_a_camera_source(sim_camera: SimCamera) -> None:
@@ -146,10 +147,10 @@ def test_frames_rendered_from_two_threads_never_share_their_noise() -> None:
     camera = SimCamera(size=(64, 48), seed=3)
     taken: list[int] = []
 
-    def note_the_noise(layout, view, rng):  # the frame's number is in the noise's seed
-        taken.append(int(rng.bit_generator.seed_seq.entropy[1]))
+    def note_the_noise(layout, laid, view, *, rng, add_noise=None):
+        taken.append(int(rng.bit_generator.seed_seq.entropy[1]))  # the frame's number
 
-    camera.scene.render = note_the_noise  # type: ignore[method-assign]
+    camera.scene.view = note_the_noise  # type: ignore[method-assign]
 
     def render_many() -> None:
         for _ in range(2000):
@@ -161,3 +162,116 @@ def test_frames_rendered_from_two_threads_never_share_their_noise() -> None:
     for t in threads:
         t.join()
     assert sorted(taken) == list(range(8000))
+
+
+_LAID = (
+    TableLayout()
+    .with_seat(0, flowers=(Tile.PLUM, Tile.SPRING))
+    .with_seat(1, melds=(Meld.of("concealed_kong", "5555p"),))
+)
+
+
+def _counting_lays(camera: SimCamera) -> list[TableLayout]:
+    laid: list[TableLayout] = []
+    lay = camera.scene.lay
+
+    def counted(layout, view):
+        laid.append(layout)
+        return lay(layout, view)
+
+    camera.scene.lay = counted  # type: ignore[method-assign]
+    return laid
+
+
+def _on_the_table(camera: SimCamera, margin: int = 4) -> np.ndarray:
+    """The pixels that see the table top, away from its edge (the surround beyond it is a
+    fresh shade every frame, as render_scene draws it)."""
+    side = camera.scene.geometry.side_mm
+    corners = np.array([(0, 0), (side, 0), (side, side), (0, side)], np.float64)
+    quad = cv2.perspectiveTransform(corners[None], camera.scene.plane_to_image(camera.view))
+    width, height = camera.view.size
+    mask = np.zeros((height, width), np.uint8)
+    cv2.fillConvexPoly(mask, np.round(quad[0]).astype(np.int32), 1)
+    mask = cv2.erode(mask, np.ones((2 * margin + 1, 2 * margin + 1), np.uint8))
+    return mask.astype(bool)
+
+
+def test_a_layout_is_laid_once_and_every_frame_of_it_gets_fresh_noise() -> None:
+    camera = SimCamera(size=(320, 240), faults={"noise": 2.0, "blur": 0.5}, seed=5)
+    laid = _counting_lays(camera)
+    camera.set_layout(_LAID)
+    frames = [camera.read().image for _ in range(3)]
+    assert len(laid) == 1  # the frames after the first only add their faults
+    # the first frame of a layout is the scene's render with the frame's seed, as it was
+    first = camera.scene.render(_LAID, camera.view, rng=np.random.default_rng([5, 0]))
+    assert np.array_equal(frames[0], first.image)
+    table = _on_the_table(camera)
+    for a, b in ((0, 1), (1, 2), (0, 2)):
+        assert not np.array_equal(frames[a], frames[b])  # fresh noise every frame
+        # on the table only the noise differs, as much in the frames after the first
+        spread = (frames[a].astype(int) - frames[b].astype(int))[table].std()
+        assert 2.4 < spread < 3.4  # two draws of sigma 2 (the difference's is 2.8)
+    truth = camera.last_frame
+    assert truth is not None and truth.layout == _LAID
+    assert [t.label for t in truth.truths] == [t.label for t in first.truths]
+    assert all(
+        np.array_equal(t.quad, f.quad) for t, f in zip(truth.truths, first.truths, strict=True)
+    )
+
+
+def test_without_noise_the_frames_of_a_layout_are_the_same_picture() -> None:
+    camera = SimCamera(size=(320, 240), faults={"noise": 0.0, "blur": 0.5}, seed=2)
+    camera.set_layout(_LAID)
+    frames = [camera.read().image for _ in range(3)]
+    table = _on_the_table(camera)
+    assert np.array_equal(frames[0][table], frames[1][table])
+    assert np.array_equal(frames[1][table], frames[2][table])
+    # kept or laid anew, a frame is the scene's render with its seed
+    for number, frame in enumerate(frames):
+        rng = np.random.default_rng([2, number])
+        assert np.array_equal(frame, camera.scene.render(_LAID, camera.view, rng=rng).image)
+
+
+def test_a_changed_layout_changes_the_frame() -> None:
+    camera = SimCamera(size=(320, 240), faults={}, seed=1)
+    laid = _counting_lays(camera)
+    table = _on_the_table(camera)
+    camera.set_layout(_LAID)
+    before = camera.read().image
+    camera.change_seat(3, flowers=(Tile.AUTUMN,))
+    after = camera.read().image
+    assert not np.array_equal(before[table], after[table])
+    assert camera.last_frame is not None and camera.last_frame.layout.seats[3].flowers
+    camera.set_layout(_LAID)  # back as it was: the same picture
+    assert np.array_equal(camera.read().image[table], before[table])
+    # an arm over the table is drawn on the laid table, not laid anew
+    arm = ArmOver(0, (215.0, 190.0))  # over seat 0's flowers
+    camera.update(lambda layout: TableLayout(layout.seats, arms=(arm,)))
+    reaching = camera.read()
+    assert not np.array_equal(reaching.image[table], before[table])
+    assert camera.last_frame is not None and max(camera.last_frame.covered) > 0
+    assert len(laid) == 2
+    for flower in (35, 36, 37, 39):  # a few tables kept, no more
+        camera.change_seat(2, flowers=(Tile(flower),))
+        camera.read()
+    assert len(camera._laid) == LAID_KEPT
+
+
+def test_the_same_seed_and_layouts_give_the_same_frames() -> None:
+    frames = []
+    for _ in range(2):
+        camera = SimCamera(size=(320, 240), seed=7)
+        seen = []
+        for layout in (_LAID, _LAID, TableLayout(), TableLayout(), _LAID):
+            camera.set_layout(layout)
+            seen.append(camera.read().image)
+        frames.append(seen)
+    assert all(np.array_equal(a, b) for a, b in zip(*frames, strict=True))
+
+
+def test_a_new_view_is_laid_anew() -> None:
+    camera = SimCamera(size=(320, 240), seed=1)
+    camera.set_layout(_LAID)
+    camera.read()
+    camera.view = camera.scene.camera((160, 120), tilt=0.0)
+    assert camera.read().image.shape == (120, 160, 3)

@@ -25,7 +25,7 @@ picture every time it is rendered with the same seed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import cv2
@@ -251,7 +251,40 @@ def render_scene(
     camera the image is the plane itself. Tiles are drawn in the order given (later ones on
     top). Returns the image and the truth of every tile whose outline is at least half inside
     the picture.
+
+    It is :func:`lay_plane`, then :func:`view_plane`, then :func:`tile_truths`: a caller that
+    shows one plane in many frames (the simulated camera) lays it once.
     """
+    plane = lay_plane(
+        tiles,
+        faces,
+        plane_size=plane_size,
+        rng=rng,
+        table=table,
+        view=camera.view if camera is not None else (0.0, 0.0),
+        thickness=thickness,
+        shadows=shadows,
+        light=light,
+    )
+    image = view_plane(plane, camera, rng)
+    return Rendered(image, tile_truths(tiles, plane_size, camera))
+
+
+def lay_plane(
+    tiles: Sequence[PlacedTile],
+    faces: FaceSet,
+    *,
+    plane_size: tuple[int, int],
+    rng: np.random.Generator,
+    table: str | np.ndarray = "any",
+    view: tuple[float, float] = (0.0, 0.0),
+    thickness: float = 0.25,
+    shadows: bool = True,
+    light: tuple[float, float] = (0.3, 0.5),
+) -> np.ndarray:
+    """The table plane with ``tiles`` laid on it, before any camera sees it (BGR ``float32``,
+    ``plane_size``). ``rng`` is drawn on only for a ``table`` given by name; ``view`` is the
+    camera's :attr:`Camera.view`. See :func:`render_scene` for the rest."""
     pw, ph = int(plane_size[0]), int(plane_size[1])
     if pw < 8 or ph < 8:
         raise ModelError(f"the plane must be at least 8x8 pixels, not {pw}x{ph}")
@@ -262,7 +295,7 @@ def render_scene(
     else:
         plane = background((pw, ph), rng, table).astype(np.float32)
 
-    view = np.array(camera.view if camera is not None else (0.0, 0.0), np.float64)
+    side = np.array(view, np.float64)
     light_v = np.array(light, np.float64)
     if shadows:
         shade = np.ones((ph, pw), np.float32)
@@ -275,23 +308,51 @@ def render_scene(
         plane *= (0.55 + 0.45 * shade)[..., None]
 
     for t in tiles:
-        _draw_tile(plane, t, faces, view * thickness)
+        _draw_tile(plane, t, faces, side * thickness)
+    return plane
 
+
+def _homography(plane_size: tuple[int, int], camera: Camera | None) -> np.ndarray:
     if camera is None:
-        image = np.clip(plane, 0, 255).astype(np.uint8)
-        hom = np.eye(3)
-        out_w, out_h = pw, ph
-    else:
-        out_w, out_h = camera.size
-        hom = camera.homography if camera.homography is not None else np.diag(
-            [out_w / pw, out_h / ph, 1.0])  # fmt: skip
-        surround = float(rng.uniform(10, 60))
-        warped = cv2.warpPerspective(
-            plane, hom, (out_w, out_h), flags=cv2.INTER_LINEAR,
-            borderMode=cv2.BORDER_CONSTANT, borderValue=(surround,) * 3,
-        )  # fmt: skip
-        image = _camera_faults(warped, camera, rng)
+        return np.eye(3)
+    pw, ph = int(plane_size[0]), int(plane_size[1])
+    out_w, out_h = camera.size
+    if camera.homography is not None:
+        return camera.homography
+    return np.diag([out_w / pw, out_h / ph, 1.0])
 
+
+def view_plane(
+    plane: np.ndarray,
+    camera: Camera | None,
+    rng: np.random.Generator,
+    *,
+    add_noise: Callable[[np.ndarray, float], None] | None = None,
+) -> np.ndarray:
+    """The camera's picture (BGR ``uint8``) of a plane from :func:`lay_plane`, with its faults
+    drawn from ``rng``; without a camera, the plane itself. ``plane`` is only read.
+
+    ``add_noise(image, sigma)`` adds the sensor noise to the ``float32`` picture in place; by
+    default it is drawn by ``rng.normal``."""
+    if camera is None:
+        return np.clip(plane, 0, 255).astype(np.uint8)
+    out_w, out_h = camera.size
+    ph, pw = plane.shape[:2]
+    surround = float(rng.uniform(10, 60))
+    warped = cv2.warpPerspective(
+        plane, _homography((pw, ph), camera), (out_w, out_h), flags=cv2.INTER_LINEAR,
+        borderMode=cv2.BORDER_CONSTANT, borderValue=(surround,) * 3,
+    )  # fmt: skip
+    return _camera_faults(warped, camera, rng, add_noise)
+
+
+def tile_truths(
+    tiles: Sequence[PlacedTile], plane_size: tuple[int, int], camera: Camera | None
+) -> list[TileTruth]:
+    """The truth of every tile whose outline is at least half inside ``camera``'s picture
+    (without a camera, the plane)."""
+    hom = _homography(plane_size, camera)
+    out_w, out_h = camera.size if camera is not None else (int(plane_size[0]), int(plane_size[1]))
     truths = []
     for i, t in enumerate(tiles):
         quad = cv2.perspectiveTransform(t.corners()[None].astype(np.float64), hom)[0]
@@ -301,7 +362,7 @@ def render_scene(
         truths.append(
             TileTruth(int(t.label), quad.astype(np.float32), bool(abs(d[0]) > abs(d[1])), i)
         )
-    return Rendered(image, truths)
+    return truths
 
 
 def _fill_quad(img: np.ndarray, quad: np.ndarray, value: float) -> None:
@@ -357,25 +418,49 @@ def _fill_quad_colour(plane: np.ndarray, poly: np.ndarray, colour: np.ndarray) -
     roi[:] = roi * (1 - mask[..., None]) + colour * mask[..., None]
 
 
-def _camera_faults(img: np.ndarray, cam: Camera, rng: np.random.Generator) -> np.ndarray:
+def _camera_faults(
+    img: np.ndarray,
+    cam: Camera,
+    rng: np.random.Generator,
+    add_noise: Callable[[np.ndarray, float], None] | None = None,
+) -> np.ndarray:
+    """``cam``'s faults on a picture (``float32``, which it may overwrite). ``add_noise(image,
+    sigma)`` adds the sensor noise in place (by default drawn by ``rng.normal``).
+
+    Large temporaries are few (each costs the memory's first touch): the steps work in place
+    where that gives the same values."""
     h, w = img.shape[:2]
-    out = img * np.array(cam.colour, np.float32) * cam.brightness
+    out = img
+    if tuple(float(c) for c in cam.colour) != (1.0, 1.0, 1.0) or cam.brightness != 1.0:
+        out *= np.array(cam.colour, np.float32)  # (multiplying by ones changes no value)
+        out *= cam.brightness
+    # a row and a column of coordinates broadcast to the same values np.mgrid gives
+    xx = np.arange(w, dtype=np.float32)[None, :]
+    yy = np.arange(h, dtype=np.float32)[:, None]
     if cam.gradient:
         a = rng.uniform(0, 2 * math.pi)
-        yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-        ramp = ((xx - w / 2) * math.cos(a) + (yy - h / 2) * math.sin(a)) / max(w, h)
-        out *= (1.0 + cam.gradient * ramp)[..., None]
+        ramp = (xx - w / 2) * math.cos(a) + (yy - h / 2) * math.sin(a)
+        ramp /= max(w, h)
+        ramp *= cam.gradient
+        ramp += 1.0
+        out *= ramp[..., None]
     if cam.glare:
         gx, gy = rng.uniform(0, w), rng.uniform(0, h)
         r = rng.uniform(0.05, 0.25) * max(w, h)
-        yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-        spot = np.exp(-((xx - gx) ** 2 + (yy - gy) ** 2) / (2 * r * r))
-        out += (cam.glare * 255 * spot)[..., None]
+        spot = (xx - gx) ** 2 + (yy - gy) ** 2
+        np.negative(spot, out=spot)
+        spot /= 2 * r * r
+        np.exp(spot, out=spot)
+        spot *= cam.glare * 255
+        out += spot[..., None]
     if cam.blur > 0:
-        out = cv2.GaussianBlur(out, (0, 0), cam.blur)
+        out = cv2.GaussianBlur(out, (0, 0), cam.blur, dst=out)
     if cam.noise > 0:
-        out += rng.normal(0, cam.noise, out.shape).astype(np.float32)
-    out8 = np.clip(out, 0, 255).astype(np.uint8)
+        if add_noise is None:
+            out += rng.normal(0, cam.noise, out.shape).astype(np.float32)
+        else:
+            add_noise(out, cam.noise)
+    out8 = np.clip(out, 0, 255, out=out).astype(np.uint8)
     if cam.jpeg:
         ok, buf = cv2.imencode(".jpg", out8, [cv2.IMWRITE_JPEG_QUALITY, int(cam.jpeg)])
         if ok:

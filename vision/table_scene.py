@@ -25,7 +25,7 @@ flower never moves what already lies on the table.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -38,7 +38,15 @@ from controller.rules.tiles import COPIES, FLOWERS, NUM_KINDS, Tile
 from vision.calibration import SEATS, Calibration, TableGeometry, apply
 from vision.faces import FaceSet, procedural_faces
 from vision.labels import BACK
-from vision.render import Camera, PlacedTile, Rendered, TileTruth, felt, render_scene
+from vision.render import (
+    Camera,
+    PlacedTile,
+    TileTruth,
+    felt,
+    lay_plane,
+    tile_truths,
+    view_plane,
+)
 
 TILE_MM = 30.0
 """A tile's short side (its width seen upright), millimetres."""
@@ -546,36 +554,71 @@ class TableScene:
         """The camera's picture of ``layout`` (by default a clean 1280x960 view).
 
         ``rng`` drives the camera's faults (noise, glare) and may change every frame; the
-        layout itself is laid out from the scene's seed."""
+        layout itself is laid out from the scene's seed. It is :meth:`lay`, then
+        :meth:`view`."""
         camera = camera or self.camera()
         rng = rng if rng is not None else np.random.default_rng(self.seed)
+        return self.view(layout, self.lay(layout, camera), camera, rng=rng)
+
+    def lay(self, layout: TableLayout, camera: Camera) -> LaidTable:
+        """``layout``'s tiles laid on the felt, before ``camera`` sees them. It draws on
+        nothing random but the scene's seed, and ignores the arms (:meth:`view` draws them):
+        keep it to show one table in many frames."""
         placed = self.place(layout)
         ppm = self.px_per_mm
         tiles = [
             PlacedTile(p.label, (p.centre[0] * ppm, p.centre[1] * ppm), p.angle, TILE_MM * ppm)
             for p in placed
         ]
-        rendered: Rendered = render_scene(
+        plane = lay_plane(
             tiles,
             self.faces,
             plane_size=self.plane_size,
-            rng=rng,
-            table=self.background.copy(),
-            camera=camera,
+            rng=np.random.default_rng(self.seed),  # not drawn on: the table is given
+            table=self.background,
+            view=camera.view,
         )
+        plane.setflags(write=False)
+        truths = tuple(tile_truths(tiles, self.plane_size, camera))
+        return LaidTable(plane, tuple(placed), truths)
+
+    def view(
+        self,
+        layout: TableLayout,
+        laid: LaidTable,
+        camera: Camera,
+        *,
+        rng: np.random.Generator,
+        add_noise: Callable[[np.ndarray, float], None] | None = None,
+    ) -> TableFrame:
+        """``camera``'s picture of ``laid`` (``layout`` laid by :meth:`lay` for this camera),
+        its faults and ``layout``'s arms drawn from ``rng``; ``add_noise(image, sigma)`` adds
+        the sensor noise to the ``float32`` picture in place (by default drawn by
+        ``rng.normal``)."""
+        image = view_plane(laid.plane, camera, rng, add_noise=add_noise)
         to_image = self.plane_to_image(camera)
-        image = rendered.image
         h, w = image.shape[:2]
         over = np.zeros((h, w), np.float32)
         for arm in layout.arms:
             image, mask = _draw_arm(image, arm, self.geometry, to_image, rng)
             over = np.maximum(over, mask)
         covered = (
-            tuple(_coverage(over, t.quad) for t in rendered.tiles)
+            tuple(_coverage(over, t.quad) for t in laid.truths)
             if layout.arms
-            else ((0.0,) * len(rendered.tiles))
+            else ((0.0,) * len(laid.truths))
         )
-        return TableFrame(image, layout, tuple(placed), tuple(rendered.tiles), to_image, covered)
+        return TableFrame(image, layout, laid.placed, laid.truths, to_image, covered)
+
+
+@dataclass(frozen=True)
+class LaidTable:
+    """A layout laid on the table (:meth:`TableScene.lay`): the ``plane`` before the camera
+    sees it (BGR ``float32``, read-only), where every tile lies (``placed``) and the truths of
+    those in the camera's view."""
+
+    plane: np.ndarray = field(repr=False)
+    placed: tuple[PlacedOnTable, ...] = field(repr=False)
+    truths: tuple[TileTruth, ...] = field(repr=False)
 
 
 def _coverage(mask: np.ndarray, quad: np.ndarray) -> float:
