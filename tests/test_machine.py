@@ -1,0 +1,132 @@
+"""The table's state machine, driven by input events alone (no hardware, no clock)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from controller.profiles import load_profile
+from controller.rules import settle, win_from_json
+from controller.table import events as ev
+from controller.table.machine import RequestRefused, TableController
+from controller.table.state import replay
+
+
+class Table:
+    """A controller fed by hand; every output is kept, as the log would keep it."""
+
+    def __init__(self) -> None:
+        self.c = TableController()
+        self.log: list[ev.Event] = []
+        self.t = 100.0
+
+    def feed(self, event_type: type[ev.Event], dt: float = 1.0, **fields) -> list[ev.Event]:
+        self.t += dt
+        out = self.c.handle(event_type(time=self.t, **fields))
+        self.log += out
+        return out
+
+    def request(self, action: str, **args) -> list[ev.Event]:
+        return self.feed(ev.Request, action=action, args=args, by="test")
+
+    def press(self, seat: int, button: str, long: bool = False, dt: float = 1.0):
+        return self.feed(ev.SeatPressed, dt=dt, seat=seat, button=button, long=long)
+
+    def seat(self, seat: int, kind: str, *, flowers="", melds=(), open_tiles="", notes=(), dt=1.0):
+        return self.feed(
+            ev.CameraChanged,
+            dt=dt,
+            seat=seat,
+            kind=kind,
+            view_flowers=flowers,
+            view_melds=[ev.MeldJson(*m) for m in melds],
+            view_open=open_tiles,
+            view_notes=list(notes),
+        )
+
+    @property
+    def phase(self) -> str:
+        return self.c.state.phase
+
+    def start(self, dice=(3, 5), dealer=0) -> None:
+        if not self.c.state.session:
+            self.request("new_session", dealer=dealer)
+        self.press(dealer, "confirm")
+        assert self.phase == "shuffling"
+        self.feed(ev.CommandDone, command="prepare_walls", result={"tile_set": 0})
+        assert self.phase == "dice"
+        self.feed(ev.CommandDone, command="dice", result=list(dice))
+        assert self.phase == "playing"
+
+
+def types(out: list[ev.Event]) -> list[str]:
+    return [e.type for e in out]
+
+
+def test_a_hand_from_shuffle_to_settled_score():
+    t = Table()
+    t.start(dice=(4, 4))
+    assert t.c.state.kaibao
+    t.seat(0, "meld", melds=[("pung", "EEE", 1)])
+    t.seat(0, "meld", melds=[("pung", "EEE", 1), ("concealed_kong", "FFFF", None)])
+    t.seat(
+        0, "flower", flowers="1f 5f", melds=[("pung", "EEE", 1), ("concealed_kong", "FFFF", None)]
+    )
+    for s in (1, 2):
+        t.seat(s, "meld", melds=[("pung", "111s", 0), ("pung", "222s", 0), ("pung", "333s", 0)])
+    t.seat(2, "meld", melds=[("pung", "111s", 0), ("pung", "222s", 0), ("pung", "333s", 0)])
+    t.press(0, "win", dt=30)
+    assert t.phase == "win_declared"
+    t.press(3, "confirm")
+    assert t.phase == "reading"
+    t.seat(
+        0,
+        "open_tiles",
+        flowers="1f 5f",
+        melds=[("pung", "EEE", 1), ("concealed_kong", "FFFF", None)],
+        open_tiles="1m 2m 3m 4m 5m 6m C C",
+    )
+    # seats 1 and 2 each claimed three of seat 0's discards (承包), and seat 3 discarded:
+    # whether seat 3 was ready decides who pays, and seat 3 did not lay the hand open
+    [q] = t.c.state.open_questions
+    assert (q.kind, q.seat) == ("ready", 3)
+    assert t.c.state.proposal is None
+    t.press(3, "confirm", long=True)  # not ready
+    assert t.phase == "confirming", t.c.state.phase_reason
+    assert t.c.state.proposal is not None
+    out = t.press(2, "confirm")
+    assert "settled" in types(out)
+    settled = next(e for e in out if isinstance(e, ev.HandSettled))
+    # the same win scored directly
+    win = win_from_json(settled.wins[0])
+    assert win.discarder == 3 and win.dice == (4, 4) and win.discarder_ready is False
+    assert set(win.bound_pairs) == {(1, 0), (2, 0)}
+    truth = settle([win], load_profile("shanghai"))
+    assert [Fraction(settled.payments[str(s)]) for s in range(4)] == list(truth.totals)
+    assert sum(t.c.state.totals) == 0
+    assert t.phase == "idle"
+
+
+def test_replaying_the_log_rebuilds_the_state():
+    t = Table()
+    t.start()
+    t.seat(1, "flower", flowers="2f")
+    t.press(1, "confirm", long=True)  # drawn hand
+    assert t.phase == "idle" and t.c.state.hands_drawn == 1
+    again = replay(ev.event_from_json(e.to_json()) for e in t.log)
+    assert again.snapshot() == t.c.state.snapshot()
+
+
+def test_requests_that_cannot_be_done_change_nothing():
+    t = Table()
+    with pytest.raises(RequestRefused):
+        t.request("start_hand")
+    t.request("new_session")
+    with pytest.raises(RequestRefused):
+        t.request("new_session", stake="1e100000000")
+    with pytest.raises(RequestRefused):
+        t.request("answer", question=7, value=True)
+    with pytest.raises(RequestRefused):
+        t.request("fly")
+    assert t.c.state.session == 1
