@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "firmware_bridge.device_cli",
     "hardware_sim.mcu_cli",
     "hardware_sim.camera_cli",
+    "hardware_sim.table_sim_cli",
 )
 
 EXIT_OK = 0

@@ -87,7 +87,8 @@ def _failure(exc: BaseException) -> tuple[str, str]:
 class TableRuntime:
     """Runs one table. ``log`` is the event log (opened); ``device`` the table's MCU (or
     None: hardware commands then fail, and the table waits); ``clock`` stamps events (wall
-    time on a real table; the simulator passes its own)."""
+    time on a real table; the simulator passes its own); ``on_input`` sees every input as
+    the controller takes it, in order (a journal of them replays the controller exactly)."""
 
     def __init__(
         self,
@@ -98,12 +99,14 @@ class TableRuntime:
         settings: ControllerSettings | None = None,
         on_hand_start: Callable[[], None] | None = None,
         on_show: Callable[[TableState], None] | None = None,
+        on_input: Callable[[ev.Event], None] | None = None,
     ) -> None:
         self.log = log
         self.device = device
         self.clock = clock
         self.on_hand_start = on_hand_start
         self.on_show = on_show
+        self.on_input = on_input
         state = replay(e for _, e in log.events())
         self.controller = TableController(state, settings)
         self._inbox: queue.Queue[ev.Event | _Ask | None] = queue.Queue()
@@ -233,6 +236,8 @@ class TableRuntime:
 
     def _handle(self, event: ev.Event) -> list[ev.Event]:
         self.inputs += 1
+        if self.on_input is not None:
+            self.on_input(event)
         out = self.controller.handle(event)
         if out:
             try:

@@ -1,0 +1,771 @@
+"""The whole table, simulated: four bots play real hands against the real table controller.
+
+Everything the controller meets is the product's own code path:
+
+- the table's MCU is the simulated MCU in its own process behind a real pty
+  (:class:`~hardware_sim.mcu_process.SimMcuProcess`), driven by
+  :class:`~firmware_bridge.table_device.TableDevice`: it shuffles, raises the walls and rolls
+  the dice the bots play with;
+- the seat panel is :class:`~firmware_bridge.seat_panel.SeatPanel` on gpiozero's mock pins,
+  pressed by the bots through :class:`~hardware_sim.panel_sim.PanelSim`, with contact bounce;
+- the overhead camera is :class:`~hardware_sim.camera.SimCamera`, which renders every moment
+  of the hand (flowers and melds as they are laid, the claimed tile turned, an arm reaching in,
+  the pond, the winner's hand laid open), read by the real
+  :class:`~vision.pipeline.TablePipeline` with the committed tile model.
+
+The bots' game (:func:`hardware_sim.game.play_hand`) is played with the dice the MCU rolled,
+from the dealer and 荒番 counter the simulator tracks itself from the true outcomes, so each
+hand's true settlement is known here and never shown to the controller. The controller's
+settlement is compared with it hand by hand (:class:`HandReport`): a difference is a
+mismatch, listed with what differed.
+
+The bots act as careful players: they press 胡 and confirm, lay their hands open, answer the
+questions the table asks truthfully, and check the settlement shown before confirming it. One
+that is wrong is corrected where a player could (the way a hand was won), and otherwise
+confirmed as shown and reported: the simulator is the controller's test, so it never hides
+what the controller got wrong.
+
+Time: the controller, the seat panel and the camera run on one simulated clock
+(:class:`~hardware_sim.panel_sim.FakeClock`) that the simulator moves on as the hand is
+played (seconds per turn, a frame every :attr:`TableSim.frame_dt`); only the MCU's motors run
+in real time, sped up.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from controller.errors import MahjongTableError
+from controller.profiles import load_profile
+from controller.rules import Meld, MeldKind, Tile, WinType
+from controller.rules.report import settlement_to_dict
+from controller.rules.tiles import format_tiles
+from controller.table import events as ev
+from controller.table.runtime import TableRuntime
+from controller.table.sources import CameraFeed, device_events, panel_events
+from controller.table.store import EventLog
+from firmware_bridge.config import SeatPanelConfig, parse_seat_panel
+from hardware_sim.game import PlayedHand, play_hand
+from hardware_sim.panel_sim import FakeClock, PanelSim
+
+__all__ = ["SIM_PANEL", "HandReport", "SimError", "TableSim"]
+
+SIM_PANEL: dict[str, Any] = {
+    "debounce": 0.02,
+    "long_press": 0.8,
+    "pull_up": True,
+    "buzzer": 26,
+    "seat": [
+        {"win": 5, "confirm": 6, "led": 12},
+        {"win": 13, "confirm": 16, "led": 17},
+        {"win": 19, "confirm": 20, "led": 21},
+        {"win": 22, "confirm": 23, "led": 24},
+    ],
+}
+"""The simulated table's seat panel: the example config's pins."""
+
+ARM_FRAMES = 2
+"""Frames an arm is seen reaching in before what it lays shows."""
+
+POND_SHOWN = 72
+"""The most discards the scene lays inside the walls; past it the oldest are out of sight
+(swept into a heap at the wall's foot on a real table)."""
+"""Frames an arm is seen reaching in before what it lays shows."""
+
+
+class SimError(MahjongTableError):
+    """The simulated table could not go on (a part did not start, the controller stopped
+    answering)."""
+
+
+@dataclass
+class HandReport:
+    """One simulated hand: what the bots truly played, and what the controller made of it."""
+
+    hand: int
+    dealer: int
+    dice: tuple[int, int]
+    outcome: str
+    """``settled``, ``drawn``, or ``stopped`` (the simulation ended mid-hand)."""
+    truth: dict[str, int | str] = field(default_factory=dict)
+    """Each seat's true payment (seat as text)."""
+    settled: dict[str, int | str] = field(default_factory=dict)
+    """Each seat's payment as the controller settled it."""
+    how: list[str] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
+    """The questions the table asked, in words."""
+    corrections: list[str] = field(default_factory=list)
+    """What the players had to correct before the settlement was right."""
+    mismatches: list[str] = field(default_factory=list)
+    """What the controller got wrong that nobody corrected: a hand settled wrong."""
+    resumed: bool = False
+    """The table restarted during this hand, and it was finished after the restart."""
+    latency_s: float | None = None
+    """Real seconds from the stimulus that completed what the controller needed (the frame
+    that showed the hand laid open, read through the vision pipeline, or the press) to its
+    proposed settlement."""
+    sim_seconds: float = 0.0
+    frames: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hand": self.hand,
+            "dealer": self.dealer,
+            "dice": list(self.dice),
+            "outcome": self.outcome,
+            "resumed": self.resumed,
+            "how": self.how,
+            "truth": self.truth,
+            "settled": self.settled,
+            "questions": self.questions,
+            "corrections": self.corrections,
+            "mismatches": self.mismatches,
+            "latency_s": self.latency_s,
+            "frames": self.frames,
+        }
+
+
+def _amounts(payments: dict[str, Any]) -> dict[str, Fraction]:
+    return {str(k): Fraction(str(v)) for k, v in payments.items()}
+
+
+def _money(x: Fraction) -> int | str:
+    return x.numerator if x.denominator == 1 else str(x)
+
+
+def _meld_json(m: Meld) -> dict[str, Any]:
+    return {"kind": m.kind.value, "tiles": format_tiles(m.tiles), "from": m.source}
+
+
+class TableSim:
+    """A whole simulated table around a real :class:`~controller.table.runtime.TableRuntime`.
+
+    :param seed: seeds the bots' walls and choices, the MCU's dice and the camera's noise
+    :param db: the event log's path (default: one in memory)
+    :param profile: the rules profile of the session; ``stake`` its stake
+    :param mcu_speed: how much faster than real time the simulated MCU's motors run
+    :param turn_s: the simulated seconds a turn takes (drawn uniformly in the range)
+    :param hold: frames each thing laid is seen for before the next (the camera settles a
+        change in about five)
+    :param pace: simulated seconds per real second (10: a hand of some seven simulated
+        minutes in about forty seconds); 0 runs flat out
+    :param on_event: called with every event the controller emits (its thread)
+    :param on_input: called with every input the controller takes, in order (its thread)
+    :param recognizer: the vision pipeline's tile recogniser (default: the committed model)
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        db: str | Path = ":memory:",
+        profile: str = "shanghai",
+        stake: int = 1,
+        mcu_speed: float = 100.0,
+        turn_s: tuple[float, float] = (4.0, 9.0),
+        frame_dt: float = 0.1,
+        hold: int = 8,
+        pond: bool = True,
+        on_event: Callable[[ev.Event], None] | None = None,
+        on_input: Callable[[ev.Event], None] | None = None,
+        recognizer: Any = None,
+        mcu_options: dict[str, Any] | None = None,
+        pace: float = 0.0,
+    ) -> None:
+        self.seed = seed
+        self.db = db
+        self.profile_name = profile
+        self.profile = load_profile(profile)
+        self.stake = stake
+        self.mcu_speed = mcu_speed
+        self.turn_s = turn_s
+        self.frame_dt = frame_dt
+        self.hold = hold
+        self.pond = pond
+        self.on_event = on_event
+        self.on_input = on_input
+        self.recognizer = recognizer
+        self.mcu_options = dict(mcu_options or {})
+        if pace < 0:
+            raise SimError(f"the pace is 0 (flat out) or simulated seconds per second, not {pace}")
+        self.pace = pace
+        self._paced_from: tuple[float, float] | None = None
+        self.rng = random.Random(seed)
+        self.clock = FakeClock(1_000_000.0)
+        self.reports: list[HandReport] = []
+        self._stack = ExitStack()
+        self._cond = threading.Condition()
+        self._events: list[ev.Event] = []
+        self._frame_index = 0
+        # real times of the last frame read and press made, and of each proposal, for latency
+        self._stimulus = 0.0
+        self._proposed_at: dict[int, float] = {}
+        self._stopping = threading.Event()
+        self.runtime: TableRuntime | None = None
+        # the truth the simulator tracks itself, from the true outcomes
+        self.dealer = 0
+        self.huangfan = 0
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> TableSim:
+        """Start the simulated MCU, the panel, the camera and the controller; begin a
+        session unless the log holds one (then the table resumes where it was)."""
+        from gpiozero.pins.mock import MockFactory
+
+        from firmware_bridge.seat_panel import SeatPanel
+        from firmware_bridge.table_device import TableDevice
+        from hardware_sim.camera import SimCamera
+        from hardware_sim.mcu_process import SimMcuProcess
+        from vision.calibration import calibrate_from_markers
+        from vision.pipeline import TablePipeline
+
+        try:
+            tmp = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="table-sim-")))
+            options = {"speed": self.mcu_speed, "seed": self.seed, "link": str(tmp / "mcu")}
+            options.update(self.mcu_options)
+            self.mcu = SimMcuProcess(**options)
+            self._stack.callback(self.mcu.close)
+            self.device = TableDevice(self.mcu.port)
+            self._stack.callback(self.device.close)
+            self.device.wait_ready(timeout=20.0)
+
+            self.factory = MockFactory()
+            self._stack.callback(self.factory.reset)
+            self.panel_config: SeatPanelConfig = parse_seat_panel(SIM_PANEL)
+            self.panel = SeatPanel(
+                self.panel_config, pin_factory=self.factory, clock=self.clock, poll_interval=None
+            )
+            self._stack.callback(self.panel.close)
+            self.presser = PanelSim(
+                self.panel_config, self.factory, self.clock, on_tick=self.panel.poll
+            )
+
+            self.camera = SimCamera(seed=self.seed)
+            self._stack.callback(self.camera.close)
+            calibration = calibrate_from_markers(self.camera.read().image)
+            self.pipeline = TablePipeline(calibration, self.recognizer)
+
+            self.log = EventLog(self.db)
+            self._stack.callback(self.log.close)
+            self.feed = CameraFeed(self.pipeline, self._put, self.clock)
+            runtime = TableRuntime(
+                self.log,
+                device=self.device,
+                clock=self.clock,
+                on_hand_start=self.feed.reset,
+                on_input=self.on_input,
+            )
+            self.runtime = runtime
+            runtime.subscribe(self._seen)
+            if self.on_event is not None:
+                runtime.subscribe(self.on_event)
+            self._stack.callback(device_events(self.device, runtime.put, self.clock))
+            self._stack.callback(panel_events(self.panel, runtime.put, self.clock))
+            runtime.start()
+            self._stack.callback(runtime.stop)
+        except BaseException:
+            self._stack.close()
+            raise
+        state = runtime.call(lambda: runtime.state)
+        if not state.session:
+            runtime.request(
+                "new_session",
+                {"profile": self.profile_name, "stake": self.stake, "dealer": 0},
+                by="sim",
+            )
+        snap = runtime.snapshot()
+        self.dealer = int(snap["dealer"])
+        self.huangfan = int(snap["huangfan"])
+        return self
+
+    def close(self) -> None:
+        self._stopping.set()
+        self._stack.close()
+
+    def stop(self) -> None:
+        """Ask a running :meth:`play` to end after the step it is in (any thread)."""
+        self._stopping.set()
+
+    def __enter__(self) -> TableSim:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the controller's side -------------------------------------------------------------------
+
+    @property
+    def _rt(self) -> TableRuntime:
+        if self.runtime is None:
+            raise SimError("the simulated table is not started")
+        return self.runtime
+
+    def _put(self, event: ev.Event) -> None:
+        self._rt.put(event)
+
+    def _seen(self, event: ev.Event) -> None:
+        if isinstance(event, ev.SettlementProposed):
+            self._proposed_at[id(event)] = time.perf_counter() - self._stimulus
+        with self._cond:
+            self._events.append(event)
+            self._cond.notify_all()
+
+    def _drain(self) -> None:
+        """Wait until the controller has taken everything put on its bus so far."""
+        self._rt.call(lambda: None, timeout=30.0)
+        if self._rt.fatal is not None:
+            raise SimError(f"the controller stopped: {self._rt.fatal}")
+
+    def _mark(self) -> int:
+        with self._cond:
+            return len(self._events)
+
+    def _since(self, mark: int) -> list[ev.Event]:
+        with self._cond:
+            return list(self._events[mark:])
+
+    def _wait_after(
+        self, mark: int, done: Callable[[ev.Event], bool], what: str, timeout: float = 30.0
+    ) -> ev.Event:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for e in self._events[mark:]:
+                    if done(e):
+                        return e
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SimError(f"the table did not {what} within {timeout} s")
+                if self._stopping.is_set():
+                    raise _Stopped
+                self._cond.wait(min(left, 0.2))
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._rt.snapshot()
+
+    # -- the players' hands and eyes -------------------------------------------------------------
+
+    def _press(self, seat: int, button: str, long: bool = False) -> None:
+        hold = self.panel_config.long_press + 0.2 if long else 0.1
+        self.presser.hold(seat, button)
+        self.presser.wait(hold)
+        self._stimulus = time.perf_counter()
+        self.presser.release(seat, button)
+        self.presser.wait(self.panel_config.debounce * 2 + self.presser.tick)
+        self._drain()
+
+    def _pass(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+        self._keep_pace()
+
+    def _keep_pace(self) -> None:
+        """Sleep until real time catches up with the simulated clock, at :attr:`pace`."""
+        if not self.pace:
+            return
+        now = time.monotonic()
+        if self._paced_from is None:
+            self._paced_from = (now, self.clock())
+        real0, sim0 = self._paced_from
+        ahead = (self.clock() - sim0) / self.pace - (now - real0)
+        if ahead > 0:
+            self._stopping.wait(ahead)
+        elif ahead < -1.0:  # fell behind (a slow frame): do not rush to catch up
+            self._paced_from = (now, self.clock())
+
+    def _film(self, layout: Any, frames: int) -> None:
+        """Show ``layout`` to the camera for ``frames`` frames, through the pipeline."""
+        from vision.camera import Frame
+
+        self.camera.set_layout(layout)
+        for _ in range(frames):
+            self.clock.advance(self.frame_dt)
+            raw = self.camera.read()
+            frame = Frame(raw.image, self._frame_index, self.clock(), "sim")
+            self._frame_index += 1
+            self._hand_frames += 1
+            self._stimulus = time.perf_counter()
+            self.feed.process(frame)
+            self._keep_pace()
+        self._drain()
+
+    # -- playing -----------------------------------------------------------------------------------
+
+    def play(self, hands: int) -> Iterator[HandReport]:
+        """Play ``hands`` hands (0: until :meth:`stop`), yielding each one's report."""
+        n = 0
+        while (hands == 0 or n < hands) and not self._stopping.is_set():
+            try:
+                report = self.play_hand()
+            except _Stopped:
+                return
+            n += 1
+            yield report
+
+    def play_hand(self) -> HandReport:
+        """Play one hand from the dealer's press to the settled (or drawn) score.
+
+        A table that restarted mid-hand (its log says a hand is under way) has that hand
+        finished instead: each hand's game follows from the seed and the hand's number, so
+        the bots play it again as it was, the camera sees it laid again from the empty
+        table, and the players do what was still to do."""
+        rt = self._rt
+        self._hand_frames = 0
+        started_at = self.clock()
+        snap = rt.snapshot()
+        phase = snap["phase"]
+        resumed = phase != "idle"
+        mark = self._mark() if not resumed else 0
+        if not resumed:
+            self._press(self.dealer, "confirm")
+            self._wait_after(
+                mark, lambda e: isinstance(e, ev.HandStarted), "start a hand", timeout=10.0
+            )
+        if phase in ("idle", "shuffling", "dice"):
+            dice_event = self._wait_after(
+                mark,
+                lambda e: isinstance(e, ev.Learnt) and e.fact == "dice",
+                "shuffle, raise the walls and roll the dice",
+                timeout=120.0,
+            )
+            assert isinstance(dice_event, ev.Learnt)
+            dice = (int(dice_event.value["dice"][0]), int(dice_event.value["dice"][1]))
+        else:
+            dice = (int(snap["dice"][0]), int(snap["dice"][1]))
+        snap = rt.snapshot()
+        report = HandReport(
+            hand=snap["hand"], dealer=self.dealer, dice=dice, outcome="stopped", resumed=resumed
+        )
+        if (snap["dealer"], snap["huangfan"]) != (self.dealer, self.huangfan):
+            report.mismatches.append(
+                f"the hand started with dealer {snap['dealer']} and 荒番 {snap['huangfan']}; "
+                f"truly dealer {self.dealer} and 荒番 {self.huangfan}"
+            )
+        played = play_hand(
+            random.Random(f"{self.seed}/{snap['session']}/{snap['hand']}"),
+            profile=self.profile,
+            dealer=self.dealer,
+            dice=dice,
+            huangfan=self.huangfan,
+            stake=self.stake,
+        )
+        self._lay_plays(played)
+        if played.drawn:
+            self._end_drawn(played, report)
+        else:
+            self._end_won(played, report)
+        report.sim_seconds = self.clock() - started_at
+        report.frames = self._hand_frames
+        self.reports.append(report)
+        return report
+
+    # -- the hand, as the camera sees it ---------------------------------------------------------
+
+    def _lay_plays(self, played: PlayedHand) -> None:
+        from vision.table_scene import SeatLayout, TableLayout
+
+        self._seats = [SeatLayout() for _ in range(4)]
+        self._ponds: list[list[Tile]] = [[] for _ in range(4)]
+        self._layout = TableLayout(walls=True)
+        self._film(self._layout, self.hold)
+        dirty: int | None = None
+        plays = played.plays
+        last_discard: tuple[int, Tile] | None = None
+        for play in plays:
+            if self._stopping.is_set():
+                raise _Stopped
+            kind, seat = play.kind, play.seat
+            if kind in ("win", "exhausted"):
+                break
+            if dirty is not None and (kind == "discard" or seat != dirty):
+                self._show_change(dirty)
+                dirty = None
+            if kind == "flower":
+                s = self._seats[seat]
+                assert play.tile is not None
+                self._seats[seat] = replace(s, flowers=(*s.flowers, play.tile))
+                dirty = seat
+            elif kind == "claim":
+                assert play.meld is not None and last_discard is not None
+                src, tile = last_discard
+                if self._ponds[src] and self._ponds[src][-1] == tile:
+                    self._ponds[src].pop()
+                s = self._seats[seat]
+                self._seats[seat] = replace(s, melds=(*s.melds, play.meld))
+                dirty = seat
+            elif kind == "concealed_kong":
+                assert play.meld is not None
+                s = self._seats[seat]
+                self._seats[seat] = replace(s, melds=(*s.melds, play.meld))
+                dirty = seat
+            elif kind == "added_kong":
+                assert play.meld is not None
+                s = self._seats[seat]
+                pung = play.meld.tiles[:3]
+                melds = list(s.melds)
+                at = next(
+                    k for k, m in enumerate(melds) if m.kind is MeldKind.PUNG and m.tiles == pung
+                )
+                melds[at] = play.meld
+                self._seats[seat] = replace(s, melds=tuple(melds))
+                dirty = seat
+            elif kind == "discard":
+                assert play.tile is not None
+                self._ponds[seat].append(play.tile)
+                last_discard = (seat, play.tile)
+                self._pass(self.rng.uniform(*self.turn_s))
+        if dirty is not None:
+            self._show_change(dirty)
+
+    def _table(self, arms: tuple[Any, ...] = ()) -> Any:
+        from vision.table_scene import TableLayout
+
+        pond: tuple[Tile, ...] = ()
+        if self.pond:
+            pond = tuple(t for p in self._ponds for t in p)[-POND_SHOWN:]
+        return TableLayout(tuple(self._seats), discards=pond, walls=True, arms=arms)
+
+    def _show_change(self, seat: int, frames: int | None = None) -> None:
+        from vision.table_scene import ArmOver
+
+        reach = (self.rng.uniform(150.0, 750.0), self.rng.uniform(40.0, 140.0))
+        self._film(replace(self._layout, arms=(ArmOver(seat, reach),)), ARM_FRAMES)
+        self._layout = self._table()
+        self._film(self._layout, frames or self.hold)
+
+    # -- the hand's end --------------------------------------------------------------------------
+
+    def _end_drawn(self, played: PlayedHand, report: HandReport) -> None:
+        from controller.rules import HuangfanCounter
+
+        self._pass(self.rng.uniform(1.0, 3.0))
+        mark = self._mark()
+        self._press(self.dealer, "confirm", long=True)
+        drawn = self._wait_after(mark, lambda e: isinstance(e, ev.HandDrawn), "draw the hand")
+        assert isinstance(drawn, ev.HandDrawn)
+        report.outcome = "drawn"
+        report.truth = {str(k): 0 for k in range(4)}
+        report.settled = dict(report.truth)
+        after = HuangfanCounter(self.huangfan).after_hand(played.dice, 0, self.profile).value
+        if (drawn.next_dealer, drawn.huangfan_next) != (self.dealer, after):
+            report.mismatches.append(
+                f"drawn hand: next dealer {drawn.next_dealer}, 荒番 {drawn.huangfan_next}; "
+                f"truly {self.dealer}, {after}"
+            )
+        self.huangfan = after
+
+    def _end_won(self, played: PlayedHand, report: HandReport) -> None:
+        assert played.settlement is not None
+        wins = played.wins
+        report.how = [w.how.value for w in wins]
+        truth = settlement_to_dict(played.settlement)
+        report.truth = {k: v for k, v in truth["payments"].items()}
+        first = wins[0]
+        self._pass(self.rng.uniform(0.3, 1.5))
+        mark = self._mark()
+        snap = self.snapshot()
+        phase, declared = snap["phase"], {int(k) for k in snap["winners"]}
+        if phase in ("reading", "confirming"):
+            pass  # declared, and how, before a restart: only the hands are still to lay
+        elif first.how is WinType.EIGHT_FLOWERS or len(set(played.flowers[first.winner])) == 8:
+            # the eighth flower itself declares the win, as the camera saw it laid
+            how = first.how.value
+            if first.winner not in declared:
+                report.corrections.append("八花齐 not seen: declared on the panel")
+                self._press(first.winner, "win")
+                self._press(first.winner, "confirm")
+                if first.how is WinType.EIGHT_FLOWERS:
+                    self._rt.request(
+                        "correct", {"field": "how", "value": how}, by=f"seat {first.winner}"
+                    )
+            elif first.how is not WinType.EIGHT_FLOWERS:
+                # the replacement completed a better hand: the winner says so
+                self._rt.request(
+                    "correct", {"field": "how", "value": how}, by=f"seat {first.winner}"
+                )
+                report.corrections.append(f"how: {how} (the better hand, not 八花齐)")
+        else:
+            for w in wins:
+                if w.winner not in declared:
+                    self._press(w.winner, "win")
+            if first.how is WinType.SELF_DRAW:
+                self._press(first.winner, "confirm")
+            elif first.how is WinType.DISCARD:
+                assert first.discarder is not None
+                self._press(first.discarder, "confirm")
+            elif first.how is WinType.ROBBING_KONG:
+                assert first.discarder is not None
+                self._press(first.discarder, "confirm", long=True)
+        self._lay_open(played)
+        self._settle(played, report, mark)
+
+    def _lay_open(self, played: PlayedHand) -> None:
+        """The winners lay their hands open (and a discarder whose readiness 承包 turns on,
+        theirs); a robbed kong goes back to the pung it was."""
+        winners = {w.winner: w for w in played.wins}
+        for seat in range(4):
+            s = self._seats[seat]
+            if tuple(s.melds) != played.melds[seat]:
+                self._seats[seat] = replace(s, melds=played.melds[seat])
+        for w in played.wins:
+            if w.how is WinType.DISCARD and w.discarder is not None:
+                pond = self._ponds[w.discarder]
+                if pond and pond[-1] == played.winning_tile:
+                    pond.pop()
+        for seat, w in sorted(winners.items()):
+            if w.how is WinType.EIGHT_FLOWERS:
+                continue
+            tiles = (*w.hand.concealed, w.hand.winning_tile)
+            self._seats[seat] = replace(self._seats[seat], open_tiles=tuple(sorted(tiles)))
+            self._show_change(seat, 2 * self.hold)
+        for w in played.wins:
+            d = w.discarder
+            shown = d is not None and bool(self._seats[d].open_tiles)
+            if w.discarder_ready is not None and d is not None and d not in winners and not shown:
+                self._seats[d] = replace(self._seats[d], open_tiles=played.concealed[d])
+                self._show_change(d, 2 * self.hold)
+
+    def _truth_seat(self, played: PlayedHand, seat: int) -> dict[str, Any]:
+        s = self._seats[seat]
+        return {
+            "flowers": format_tiles(s.flowers) if s.flowers else "",
+            "melds": [_meld_json(m) for m in s.melds],
+            "open_tiles": format_tiles(s.open_tiles) if s.open_tiles else "",
+        }
+
+    def _answer(self, q: ev.QuestionAsked, played: PlayedHand, report: HandReport) -> None:
+        report.questions.append(f"{q.kind}: {q.text}")
+        win = next((w for w in played.wins if w.winner == q.seat), played.wins[0])
+        value: Any
+        if q.kind == "seat" and q.seat is not None:
+            truth = self._truth_seat(played, q.seat)
+            seen = self.snapshot()["seats"][q.seat]
+            same = (
+                seen["flowers"] == truth["flowers"]
+                and seen["melds"] == truth["melds"]
+                and seen["open_tiles"] == truth["open_tiles"]
+            )
+            value = "ok" if same else truth
+        elif q.kind == "ready":
+            won = next((w for w in played.wins if w.discarder == q.seat), win)
+            value = bool(won.discarder_ready)
+        elif q.kind == "gangkai":
+            value = bool(win.after_kong or win.after_flower)
+        elif q.kind == "winning_tile":
+            tile = win.hand.winning_tile
+            value = tile.code if tile is not None else None
+        else:
+            raise SimError(f"the table asked what the players cannot answer: {q.kind}: {q.text}")
+        self._rt.request("answer", {"question": q.id, "value": value}, by=f"seat {q.seat}")
+
+    def _settle(self, played: PlayedHand, report: HandReport, mark: int) -> None:
+        rt = self._rt
+        answered: set[int] = set()
+        truth = _amounts(report.truth)
+        assert played.settlement is not None
+        while True:
+            e = self._wait_after(
+                mark,
+                lambda e: (
+                    (isinstance(e, ev.QuestionAsked) and e.id not in answered)
+                    or isinstance(e, ev.SettlementProposed)
+                ),
+                "read the hand",
+                timeout=60.0,
+            )
+            if isinstance(e, ev.QuestionAsked):
+                answered.add(e.id)
+                if len(answered) > 12:
+                    raise SimError(f"the table keeps asking: {report.questions[-3:]}")
+                self._answer(e, played, report)
+                continue
+            assert isinstance(e, ev.SettlementProposed)
+            if report.latency_s is None:
+                report.latency_s = self._proposed_at.get(id(e))
+            # a proposal superseded by a later one is skipped
+            later = [x for x in self._since(mark) if isinstance(x, ev.SettlementProposed)]
+            if later and later[-1] is not e:
+                mark = self._index_of(later[-1])
+                continue
+            snap = rt.snapshot()
+            if snap["phase"] != "confirming" or snap["questions"]:
+                mark = self._index_of(e) + 1
+                continue
+            proposed = _amounts(e.settlement["payments"])
+            if proposed != truth:
+                report.mismatches.append(_why(e, played, proposed, truth))
+            next_dealer = e.settlement["next_dealer"]
+            if next_dealer is None:
+                next_dealer = self.dealer
+            if (next_dealer, e.settlement["huangfan_next"]) != (
+                played.settlement.next_dealer
+                if played.settlement.next_dealer is not None
+                else self.dealer,
+                played.settlement.huangfan_next,
+            ):
+                report.mismatches.append(
+                    f"next dealer {next_dealer} / 荒番 {e.settlement['huangfan_next']}, truly "
+                    f"{played.settlement.next_dealer} / {played.settlement.huangfan_next}"
+                )
+            break
+        mark = self._mark()
+        self._press(played.wins[0].winner, "confirm")
+        settled = self._wait_after(mark, lambda e: isinstance(e, ev.HandSettled), "settle")
+        assert isinstance(settled, ev.HandSettled)
+        report.outcome = "settled"
+        report.settled = {k: _money(v) for k, v in _amounts(settled.payments).items()}
+        truth_dealer = played.settlement.next_dealer
+        self.dealer = self.dealer if truth_dealer is None else truth_dealer
+        self.huangfan = played.settlement.huangfan_next
+        if report.mismatches:  # go on from where the table is
+            self.dealer, self.huangfan = settled.next_dealer, settled.huangfan_next
+
+    def _index_of(self, event: ev.Event) -> int:
+        with self._cond:
+            for k in range(len(self._events) - 1, -1, -1):
+                if self._events[k] is event:
+                    return k
+        return 0
+
+
+class _Stopped(Exception):
+    """The simulation was asked to stop."""
+
+
+def _why(
+    proposal: ev.SettlementProposed,
+    played: PlayedHand,
+    proposed: dict[str, Fraction],
+    truth: dict[str, Fraction],
+) -> str:
+    """What differed between the controller's settlement and the truth, field by field."""
+    pay = ", ".join(
+        f"seat {k} {_money(proposed.get(k, Fraction(0)))} (truly {_money(truth[k])})"
+        for k in sorted(truth)
+        if proposed.get(k) != truth[k]
+    )
+    diffs: list[str] = []
+    for w, p in zip(played.wins, proposal.wins, strict=False):
+        t = w.to_json()
+        for key in sorted(set(t) | set(p)):
+            if t.get(key) != p.get(key) and key not in ("missed_tiles", "first_turn"):
+                diffs.append(f"{key}: {p.get(key)!r}, truly {t.get(key)!r}")
+        for key in ("missed_tiles", "first_turn"):
+            if t.get(key) and t.get(key) != p.get(key):
+                diffs.append(f"{key} (the camera cannot see it): truly {t.get(key)!r}")
+    if len(played.wins) != len(proposal.wins):
+        diffs.append(f"{len(proposal.wins)} wins, truly {len(played.wins)}")
+    return f"settled {pay}: " + ("; ".join(diffs) or "the wins agree, the settlement does not")
