@@ -23,6 +23,7 @@ from controller.errors import DeviceError, MahjongTableError, StorageError, Visi
 
 COMMAND_MODULES: tuple[str, ...] = (
     "controller.score_cli",
+    "controller.table_cli",
     "vision.cli",
     "vision.calibrate_cli",
     "vision.watch_cli",

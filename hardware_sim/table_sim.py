@@ -204,7 +204,8 @@ class TableSim:
         self.pace = pace
         self._paced_from: tuple[float, float] | None = None
         self.rng = random.Random(seed)
-        self.clock = FakeClock(1_000_000.0)
+        # the simulated clock starts at the real time, so the log reads like a real evening
+        self.clock = FakeClock(time.time())
         self.reports: list[HandReport] = []
         self._stack = ExitStack()
         self._cond = threading.Condition()
@@ -261,6 +262,12 @@ class TableSim:
 
             self.log = EventLog(self.db)
             self._stack.callback(self.log.close)
+            # the simulated clock runs ahead of the real one: a table restarted on its log
+            # goes on from the log's last moment, never back in time
+            last = self.log.last_seq()
+            for _, e in self.log.events(after=max(0, last - 1)):
+                if e.time >= self.clock():
+                    self.clock.advance(e.time - self.clock() + 1.0)
             self.feed = CameraFeed(self.pipeline, self._put, self.clock)
             runtime = TableRuntime(
                 self.log,
