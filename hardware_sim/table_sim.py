@@ -48,7 +48,7 @@ from controller.errors import MahjongTableError
 from controller.profiles import load_profile
 from controller.rules import Meld, MeldKind, Tile, WinType
 from controller.rules.report import settlement_to_dict
-from controller.rules.tiles import format_tiles
+from controller.rules.tiles import format_tiles, parse_tiles
 from controller.table import events as ev
 from controller.table.runtime import TableRuntime
 from controller.table.sources import CameraFeed, device_events, panel_events
@@ -82,6 +82,15 @@ POND_SHOWN = 72
 """Frames an arm is seen reaching in before what it lays shows."""
 
 
+FAULTS = ("jam", "lid", "reset", "unplug", "camera", "misread")
+"""The faults the simulator can inject into a hand: the shuffler jams (卡牌), the lid is
+opened mid-shuffle, the MCU resets mid-shuffle, the serial cable is pulled for a moment
+mid-shuffle, the camera is gone for :data:`CAMERA_GONE_S` mid-hand, a tile of the winning
+hand is misread (a wrong tile is what the camera sees)."""
+
+CAMERA_GONE_S = 10.0
+
+
 class SimError(MahjongTableError):
     """The simulated table could not go on (a part did not start, the controller stopped
     answering)."""
@@ -107,6 +116,10 @@ class HandReport:
     """What the players had to correct before the settlement was right."""
     mismatches: list[str] = field(default_factory=list)
     """What the controller got wrong that nobody corrected: a hand settled wrong."""
+    fault: str | None = None
+    """The fault injected into the hand, if any."""
+    faults: list[str] = field(default_factory=list)
+    """The faults the table showed during the hand, as they came and went."""
     resumed: bool = False
     """The table restarted during this hand, and it was finished after the restart."""
     latency_s: float | None = None
@@ -127,6 +140,8 @@ class HandReport:
             "dice": list(self.dice),
             "outcome": self.outcome,
             "resumed": self.resumed,
+            "fault": self.fault,
+            "faults": self.faults,
             "how": self.how,
             "truth": self.truth,
             "settled": self.settled,
@@ -162,6 +177,8 @@ class TableSim:
         change in about five)
     :param pace: simulated seconds per real second (10: a hand of some seven simulated
         minutes in about forty seconds); 0 runs flat out
+    :param faults: faults (:data:`FAULTS`) to inject, one into each of ``fault_rate`` of
+        the hands, chosen at random
     :param on_event: called with every event the controller emits (its thread)
     :param on_input: called with every input the controller takes, in order (its thread)
     :param recognizer: the vision pipeline's tile recogniser (default: the committed model)
@@ -184,6 +201,8 @@ class TableSim:
         recognizer: Any = None,
         mcu_options: dict[str, Any] | None = None,
         pace: float = 0.0,
+        faults: tuple[str, ...] = (),
+        fault_rate: float = 0.25,
     ) -> None:
         self.seed = seed
         self.db = db
@@ -202,6 +221,16 @@ class TableSim:
         if pace < 0:
             raise SimError(f"the pace is 0 (flat out) or simulated seconds per second, not {pace}")
         self.pace = pace
+        unknown = set(faults) - set(FAULTS)
+        if unknown:
+            raise SimError(f"unknown faults {sorted(unknown)}: the simulator injects {FAULTS}")
+        if not 0.0 <= fault_rate <= 1.0:
+            raise SimError(f"the fault rate is a probability, not {fault_rate}")
+        self.faults = tuple(faults)
+        self.fault_rate = fault_rate
+        self._fault: str | None = None
+        self._camera_back: float | None = None
+        self._misread: dict[int, tuple[Tile, ...]] = {}
         self._paced_from: tuple[float, float] | None = None
         self.rng = random.Random(seed)
         # the simulated clock starts at the real time, so the log reads like a real evening
@@ -395,12 +424,18 @@ class TableSim:
 
     def _film(self, layout: Any, frames: int) -> None:
         """Show ``layout`` to the camera for ``frames`` frames, through the pipeline."""
-        from vision.camera import Frame
+        from vision.camera import CameraLost, Frame
 
         self.camera.set_layout(layout)
         for _ in range(frames):
             self.clock.advance(self.frame_dt)
-            raw = self.camera.read()
+            if self._camera_back is not None and self.clock() >= self._camera_back:
+                self._camera_returns()
+            try:
+                raw = self.camera.read()
+            except CameraLost as exc:
+                self.feed.live(False, str(exc))
+                continue
             frame = Frame(raw.image, self._frame_index, self.clock(), "sim")
             self._frame_index += 1
             self._hand_frames += 1
@@ -415,15 +450,19 @@ class TableSim:
         """Play ``hands`` hands (0: until :meth:`stop`), yielding each one's report."""
         n = 0
         while (hands == 0 or n < hands) and not self._stopping.is_set():
+            fault = None
+            if self.faults and self.rng.random() < self.fault_rate:
+                fault = self.rng.choice(self.faults)
             try:
-                report = self.play_hand()
+                report = self.play_hand(fault)
             except _Stopped:
                 return
             n += 1
             yield report
 
-    def play_hand(self) -> HandReport:
-        """Play one hand from the dealer's press to the settled (or drawn) score.
+    def play_hand(self, fault: str | None = None) -> HandReport:
+        """Play one hand from the dealer's press to the settled (or drawn) score, with
+        ``fault`` (one of :data:`FAULTS`) injected into it.
 
         A table that restarted mid-hand (its log says a hand is under way) has that hand
         finished instead: each hand's game follows from the seed and the hand's number, so
@@ -436,25 +475,35 @@ class TableSim:
         phase = snap["phase"]
         resumed = phase != "idle"
         mark = self._mark() if not resumed else 0
+        if fault is not None and fault not in FAULTS:
+            raise SimError(f"unknown fault {fault!r}: the simulator injects {FAULTS}")
+        self._fault = fault
+        self._misread = {}
         if not resumed:
+            if fault == "jam":
+                self.mcu.control("fault jam")
             self._press(self.dealer, "confirm")
             self._wait_after(
                 mark, lambda e: isinstance(e, ev.HandStarted), "start a hand", timeout=10.0
             )
+            if fault == "lid":
+                self.mcu.control("lid open")
+            elif fault == "reset":
+                self.mcu.control("reset")
+            elif fault == "unplug":
+                self.mcu.control("unplug 1.5")
         if phase in ("idle", "shuffling", "dice"):
-            dice_event = self._wait_after(
-                mark,
-                lambda e: isinstance(e, ev.Learnt) and e.fact == "dice",
-                "shuffle, raise the walls and roll the dice",
-                timeout=120.0,
-            )
-            assert isinstance(dice_event, ev.Learnt)
-            dice = (int(dice_event.value["dice"][0]), int(dice_event.value["dice"][1]))
+            dice = self._wait_dice(mark)
         else:
             dice = (int(snap["dice"][0]), int(snap["dice"][1]))
         snap = rt.snapshot()
         report = HandReport(
-            hand=snap["hand"], dealer=self.dealer, dice=dice, outcome="stopped", resumed=resumed
+            hand=snap["hand"],
+            dealer=self.dealer,
+            dice=dice,
+            outcome="stopped",
+            resumed=resumed,
+            fault=fault,
         )
         if (snap["dealer"], snap["huangfan"]) != (self.dealer, self.huangfan):
             report.mismatches.append(
@@ -470,14 +519,50 @@ class TableSim:
             stake=self.stake,
         )
         self._lay_plays(played)
+        if self._camera_back is not None:
+            self._camera_returns()
+            self._film(self._layout, self.hold)
         if played.drawn:
             self._end_drawn(played, report)
         else:
             self._end_won(played, report)
         report.sim_seconds = self.clock() - started_at
         report.frames = self._hand_frames
+        report.faults = [
+            f"{e.fault} {'on' if e.active else 'off'}"
+            for e in self._since(mark)
+            if isinstance(e, ev.FaultChanged)
+        ]
         self.reports.append(report)
         return report
+
+    def _wait_dice(self, mark: int) -> tuple[int, int]:
+        """Wait for the walls and the dice, doing what the players do when the table says
+        it cannot go on: clear a jam and press confirm, close the lid they opened."""
+        seen = mark
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline:
+            with self._cond:
+                new = self._events[seen:]
+                seen = len(self._events)
+                if not new:
+                    self._cond.wait(0.2)
+            for e in new:
+                if isinstance(e, ev.Learnt) and e.fact == "dice":
+                    return int(e.value["dice"][0]), int(e.value["dice"][1])
+                if isinstance(e, ev.FaultChanged) and e.active and e.fault == "lid_open":
+                    time.sleep(0.2)
+                    self.mcu.control("lid close")
+                elif (
+                    isinstance(e, ev.PhaseChanged)
+                    and e.phase in ("shuffling", "dice")
+                    and e.reason.endswith("press confirm")
+                ):
+                    self._pass(self.rng.uniform(10.0, 30.0))  # the jam is cleared by hand
+                    self._press(self.dealer, "confirm")
+            if self._stopping.is_set():
+                raise _Stopped
+        raise SimError("the table did not shuffle, raise the walls and roll the dice in 120 s")
 
     # -- the hand, as the camera sees it ---------------------------------------------------------
 
@@ -491,7 +576,11 @@ class TableSim:
         dirty: int | None = None
         plays = played.plays
         last_discard: tuple[int, Tile] | None = None
-        for play in plays:
+        discards = [k for k, p in enumerate(plays) if p.kind == "discard"]
+        camera_goes = discards[len(discards) // 2] if self._fault == "camera" and discards else -1
+        for k, play in enumerate(plays):
+            if k == camera_goes:
+                self._camera_gone()
             if self._stopping.is_set():
                 raise _Stopped
             kind, seat = play.kind, play.seat
@@ -538,12 +627,37 @@ class TableSim:
             self._show_change(dirty)
 
     def _table(self, arms: tuple[Any, ...] = ()) -> Any:
+        """The table as the camera sees it: as it lies, but for a misread tile."""
         from vision.table_scene import TableLayout
 
         pond: tuple[Tile, ...] = ()
         if self.pond:
             pond = tuple(t for p in self._ponds for t in p)[-POND_SHOWN:]
-        return TableLayout(tuple(self._seats), discards=pond, walls=True, arms=arms)
+        seats = list(self._seats)
+        for seat, tiles in self._misread.items():
+            seats[seat] = replace(seats[seat], open_tiles=tiles)
+        return TableLayout(tuple(seats), discards=pond, walls=True, arms=arms)
+
+    def _camera_gone(self) -> None:
+        """The camera is unplugged: the table notices at its next frame."""
+        from vision.camera import CameraLost
+
+        self.camera.unplug()
+        self._camera_back = self.clock() + CAMERA_GONE_S
+        try:
+            self.camera.read()
+        except CameraLost as exc:
+            self.feed.live(False, str(exc))
+        self._drain()
+
+    def _camera_returns(self) -> None:
+        """The camera is back (if it was gone), at its time."""
+        if self._camera_back is None:
+            return
+        if self.clock() < self._camera_back:
+            self._pass(self._camera_back - self.clock())
+        self.camera.replug()
+        self._camera_back = None
 
     def _show_change(self, seat: int, frames: int | None = None) -> None:
         from vision.table_scene import ArmOver
@@ -635,8 +749,18 @@ class TableSim:
         for seat, w in sorted(winners.items()):
             if w.how is WinType.EIGHT_FLOWERS:
                 continue
-            tiles = (*w.hand.concealed, w.hand.winning_tile)
-            self._seats[seat] = replace(self._seats[seat], open_tiles=tuple(sorted(tiles)))
+            tiles = tuple(sorted((*w.hand.concealed, w.hand.winning_tile)))
+            self._seats[seat] = replace(self._seats[seat], open_tiles=tiles)
+            if self._fault == "misread" and not self._misread:
+                from vision.table_scene import SceneError
+
+                for wrong in _misreads(tiles, self.rng):
+                    self._misread[seat] = wrong
+                    try:
+                        self._table()  # a misread that leaves five of a tile cannot be shown
+                        break
+                    except SceneError:
+                        del self._misread[seat]
             self._show_change(seat, 2 * self.hold)
         for w in played.wins:
             d = w.discarder
@@ -645,7 +769,8 @@ class TableSim:
                 self._seats[d] = replace(self._seats[d], open_tiles=played.concealed[d])
                 self._show_change(d, 2 * self.hold)
 
-    def _truth_seat(self, played: PlayedHand, seat: int) -> dict[str, Any]:
+    def _truth_seat(self, seat: int) -> dict[str, Any]:
+        """What truly lies open at ``seat``, as a correction writes it."""
         s = self._seats[seat]
         return {
             "flowers": format_tiles(s.flowers) if s.flowers else "",
@@ -653,19 +778,19 @@ class TableSim:
             "open_tiles": format_tiles(s.open_tiles) if s.open_tiles else "",
         }
 
+    def _misread_seats(self) -> list[int]:
+        """The seats whose open tiles the table shows other than they truly lie."""
+        seen = self.snapshot()["seats"]
+        return [k for k in range(4) if not _same_view(seen[k], self._truth_seat(k))]
+
     def _answer(self, q: ev.QuestionAsked, played: PlayedHand, report: HandReport) -> None:
         report.questions.append(f"{q.kind}: {q.text}")
         win = next((w for w in played.wins if w.winner == q.seat), played.wins[0])
         value: Any
         if q.kind == "seat" and q.seat is not None:
-            truth = self._truth_seat(played, q.seat)
+            truth = self._truth_seat(q.seat)
             seen = self.snapshot()["seats"][q.seat]
-            same = (
-                seen["flowers"] == truth["flowers"]
-                and seen["melds"] == truth["melds"]
-                and seen["open_tiles"] == truth["open_tiles"]
-            )
-            value = "ok" if same else truth
+            value = "ok" if _same_view(seen, truth) else truth
         elif q.kind == "ready":
             won = next((w for w in played.wins if w.discarder == q.seat), win)
             value = bool(won.discarder_ready)
@@ -712,20 +837,37 @@ class TableSim:
                 mark = self._index_of(e) + 1
                 continue
             proposed = _amounts(e.settlement["payments"])
+            if proposed != truth and len(report.corrections) < 8:
+                # the players check what the table shows against what lies on it, and
+                # put right what the camera misread; the table then proposes again
+                wrong = self._misread_seats()
+                for seat in wrong:
+                    seen = self.snapshot()["seats"][seat]
+                    report.corrections.append(
+                        f"seat {seat}: read {_view_text(seen)}, truly "
+                        f"{_view_text(self._truth_seat(seat))}"
+                    )
+                    rt.request(
+                        "correct",
+                        {"field": "seat", "seat": seat, "value": self._truth_seat(seat)},
+                        by=f"seat {seat}",
+                    )
+                if wrong:
+                    mark = self._index_of(e) + 1
+                    continue
             if proposed != truth:
                 report.mismatches.append(_why(e, played, proposed, truth))
             next_dealer = e.settlement["next_dealer"]
             if next_dealer is None:
                 next_dealer = self.dealer
+            true_next = played.settlement.next_dealer
             if (next_dealer, e.settlement["huangfan_next"]) != (
-                played.settlement.next_dealer
-                if played.settlement.next_dealer is not None
-                else self.dealer,
+                self.dealer if true_next is None else true_next,
                 played.settlement.huangfan_next,
             ):
                 report.mismatches.append(
                     f"next dealer {next_dealer} / 荒番 {e.settlement['huangfan_next']}, truly "
-                    f"{played.settlement.next_dealer} / {played.settlement.huangfan_next}"
+                    f"{true_next} / {played.settlement.huangfan_next}"
                 )
             break
         mark = self._mark()
@@ -746,6 +888,52 @@ class TableSim:
                 if self._events[k] is event:
                     return k
         return 0
+
+
+def _misreads(tiles: tuple[Tile, ...], rng: random.Random) -> Iterator[tuple[Tile, ...]]:
+    """``tiles`` with one of them seen as another, most likely first: a number tile as a
+    neighbour in its suit, an honour as another honour."""
+    order = list(range(len(tiles)))
+    rng.shuffle(order)
+    for k in order:
+        t = tiles[k]
+        if t.is_number and t.number is not None:
+            base = int(t) - t.number + 1
+            others = [Tile(base + (t.number - 1 + d) % 9) for d in (1, -1, 2, -2)]
+        else:
+            others = [Tile(27 + (int(t) - 27 + d) % 7) for d in (1, 2, 3)]
+        for other in others:
+            yield (*tiles[:k], other, *tiles[k + 1 :])
+
+
+def _tiles_key(text: str) -> list[str]:
+    """Tiles written either way (``"123m"``, ``"1m 2m 3m"``), in one order."""
+    return sorted(t.code for t in parse_tiles(text))
+
+
+def _same_view(seen: dict[str, Any], truth: dict[str, Any]) -> bool:
+    """Whether a seat as the table shows it is the seat as it lies (order aside: the camera
+    lists flowers and melds by where they lie, the game by when they were laid)."""
+
+    def melds(view: dict[str, Any]) -> list[tuple[str, list[str], Any]]:
+        return sorted(
+            ((m["kind"], _tiles_key(m["tiles"]), m.get("from")) for m in view["melds"]),
+            key=repr,
+        )
+
+    return (
+        _tiles_key(seen["flowers"]) == _tiles_key(truth["flowers"])
+        and _tiles_key(seen["open_tiles"]) == _tiles_key(truth["open_tiles"])
+        and melds(seen) == melds(truth)
+    )
+
+
+def _view_text(view: dict[str, Any]) -> str:
+    melds = " ".join(
+        f"[{m['tiles']}<{m['from']}]" if m.get("from") is not None else f"[{m['tiles']}]"
+        for m in view["melds"]
+    )
+    return " ".join(x for x in (view["flowers"], melds, view["open_tiles"]) if x) or "nothing"
 
 
 class _Stopped(Exception):
