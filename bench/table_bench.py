@@ -101,6 +101,12 @@ def main() -> int:
     ap.add_argument("--hands", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, help="write every hand's report here")
+    ap.add_argument(
+        "--faults",
+        default="",
+        help="inject these faults (comma-separated: jam,lid,reset,unplug,camera,misread)",
+    )
+    ap.add_argument("--fault-rate", type=float, default=0.25, help="share of hands with a fault")
     ap.add_argument("--controller-only", nargs=2, metavar=("INPUTS", "LOG"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.controller_only:
@@ -127,13 +133,19 @@ def main() -> int:
     )
     reports = []
     started = time.perf_counter()
-    with TableSim(seed=args.seed, db=db, on_input=record) as sim:
+    faults = tuple(f for f in args.faults.split(",") if f)
+    with TableSim(
+        seed=args.seed, db=db, on_input=record, faults=faults, fault_rate=args.fault_rate
+    ) as sim:
         for r in sim.play(args.hands):
             reports.append(r)
             flag = "WRONG" if r.mismatches else ("asked" if r.questions else "ok")
+            if r.corrections:
+                flag += ", corrected"
+            fault = f"  fault {r.fault}: {', '.join(r.faults) or 'not seen'}" if r.fault else ""
             print(
                 f"  hand {r.hand:3d} {r.outcome:8s} {','.join(r.how) or '-':22s} "
-                f"{r.frames:4d} frames  {flag}",
+                f"{r.frames:4d} frames  {flag}{fault}",
                 flush=True,
             )
     took = time.perf_counter() - started
@@ -160,7 +172,7 @@ def main() -> int:
     for r in asked:
         for q in r.questions:
             print(f"  hand {r.hand}: {q}")
-    print(f"hands with a correction: {len(corrected)}")
+    print(f"hands with a correction (the players put right a misread): {len(corrected)}")
     for r in corrected:
         for c in r.corrections:
             print(f"  hand {r.hand}: {c}")

@@ -746,6 +746,17 @@ class TableSim:
                 pond = self._ponds[w.discarder]
                 if pond and pond[-1] == played.winning_tile:
                     pond.pop()
+        # 承包 turns on whether the discarder was ready: they show their hand first
+        for w in played.wins:
+            d = w.discarder
+            pairs = w.bound_pairs
+            partners = {b for a, b in pairs if a == w.winner} | {
+                a for a, b in pairs if b == w.winner
+            }
+            needed = w.how is WinType.DISCARD and partners and d not in partners
+            if needed and d is not None and d not in winners and not self._seats[d].open_tiles:
+                self._seats[d] = replace(self._seats[d], open_tiles=played.concealed[d])
+                self._show_change(d, 2 * self.hold)
         for seat, w in sorted(winners.items()):
             if w.how is WinType.EIGHT_FLOWERS:
                 continue
@@ -762,12 +773,6 @@ class TableSim:
                     except SceneError:
                         del self._misread[seat]
             self._show_change(seat, 2 * self.hold)
-        for w in played.wins:
-            d = w.discarder
-            shown = d is not None and bool(self._seats[d].open_tiles)
-            if w.discarder_ready is not None and d is not None and d not in winners and not shown:
-                self._seats[d] = replace(self._seats[d], open_tiles=played.concealed[d])
-                self._show_change(d, 2 * self.hold)
 
     def _truth_seat(self, seat: int) -> dict[str, Any]:
         """What truly lies open at ``seat``, as a correction writes it."""
