@@ -77,6 +77,8 @@ class CameraFeed:
         self.clock = clock
         self._reset = threading.Event()
         self._live: bool | None = None
+        self._last: tuple[Any, Any] | None = None  # the last frame's image and reading
+        self._last_lock = threading.Lock()
 
     def reset(self) -> None:
         self._reset.set()
@@ -87,9 +89,56 @@ class CameraFeed:
             self._reset.clear()
             self.pipeline.reset()
         update = self.pipeline.process(frame)
+        self.keep(frame, update)
         self.live(True)
         self.changes(update)
         return update
+
+    def keep(self, frame: Any, update: Any) -> None:
+        """Keep the frame and what was read in it, for :meth:`view_jpeg`."""
+        image = getattr(frame, "image", frame)
+        with self._last_lock:
+            self._last = (image, update.reading)
+
+    def view_jpeg(self, max_side: int = 960, quality: int = 80) -> bytes | None:
+        """The last frame with each tile read drawn over it (green: sure, orange: to
+        confirm), as a JPEG; None before the first frame. For the dashboard's camera view:
+        players trust what they can see the camera saw."""
+        import cv2
+        import numpy as np
+
+        from vision.labels import label_name
+
+        with self._last_lock:
+            last = self._last
+        if last is None:
+            return None
+        image, reading = last
+        out = image.copy()
+        h, w = out.shape[:2]
+        calibration = self.pipeline.calibration
+        for t in reading.reads:
+            quad = calibration.to_image(np.asarray(t.quad, np.float64), (w, h))
+            colour = (0, 140, 255) if t.needs_confirmation else (0, 200, 0)
+            pts = np.round(quad).astype(np.int32)
+            cv2.polylines(out, [pts], True, colour, 2)
+            x, y = int(pts[:, 0].min()), int(pts[:, 1].min())
+            cv2.putText(
+                out,
+                label_name(t.label),
+                (x, max(12, y - 4)),
+                cv2.FONT_HERSHEY_SIMPLEX,
+                0.5,
+                colour,
+                2,
+            )
+        scale = max_side / max(h, w)
+        if scale < 1:
+            out = cv2.resize(
+                out, (round(w * scale), round(h * scale)), interpolation=cv2.INTER_AREA
+            )
+        ok, buf = cv2.imencode(".jpg", out, [cv2.IMWRITE_JPEG_QUALITY, quality])
+        return buf.tobytes() if ok else None
 
     def changes(self, update: Any) -> None:
         for change in update.changes:
@@ -123,6 +172,22 @@ class CameraFeed:
             self.put(ev.CameraStatus(time=self.clock(), live=live, message=message))
 
 
+class _Recording:
+    """A camera that keeps the last frame it gave (for the dashboard's camera view)."""
+
+    def __init__(self, camera: Any) -> None:
+        self.camera = camera
+        self.last: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.camera, name)
+
+    def read(self) -> Any:
+        frame = self.camera.read()
+        self.last = frame
+        return frame
+
+
 class CameraLoop:
     """Reads a camera continuously through a :class:`CameraFeed` on its own thread (a real
     table); a camera that goes away is reported and waited for."""
@@ -151,13 +216,16 @@ class CameraLoop:
             self.feed.live(False, str(exc))
 
         pipeline = self.feed.pipeline
+        recording = _Recording(self.camera)
         try:
             for update in pipeline.watch(
-                self.camera, retry_s=self.retry_s, on_error=on_error, should_stop=self._stop.is_set
+                recording,  # type: ignore[arg-type] retry_s=self.retry_s, on_error=on_error, should_stop=self._stop.is_set
             ):
                 if self.feed._reset.is_set():
                     self.feed._reset.clear()
                     pipeline.reset()
+                if recording.last is not None:
+                    self.feed.keep(recording.last, update)
                 self.feed.live(True)
                 self.feed.changes(update)
         except VisionError as exc:  # the model failed: every frame would
