@@ -148,3 +148,86 @@ def mock_pins():
     yield factory
     factory.reset()
     Device.pin_factory = previous
+
+
+# -- the table controller, running, fed by hand -------------------------------------------------
+
+
+class LiveTable:
+    """A running :class:`~controller.table.runtime.TableRuntime` (in-memory log, no MCU) that a
+    test plays by putting the inputs the hardware would: presses, the MCU's answers, camera
+    changes. Every helper waits until the controller has taken what it put."""
+
+    def __init__(self) -> None:
+        from controller.table.runtime import TableRuntime
+        from controller.table.store import EventLog
+
+        self.t = 1_780_000_000.0
+        self.log = EventLog(":memory:")
+        self.runtime = TableRuntime(self.log, clock=self.clock, run_commands=False)
+        self.runtime.start()
+        self.runtime.request("new_session", {"seats": ["Ann", "Bo", "Cy", "Di"]}, by="test")
+
+    def clock(self) -> float:
+        return self.t
+
+    def put(self, event_type, dt: float = 1.0, **fields) -> None:
+        self.t += dt
+        self.runtime.put(event_type(time=self.t, **fields))
+        self.runtime.call(lambda: None)
+
+    def press(self, seat: int, button: str, long: bool = False) -> None:
+        from controller.table import events as ev
+
+        self.put(ev.SeatPressed, seat=seat, button=button, long=long)
+
+    def seat(self, seat: int, *, flowers="", melds=(), open_tiles="", notes=(), kind="meld"):
+        """The camera settles what lies open at ``seat``: melds as (kind, tiles, from)."""
+        from controller.table import events as ev
+
+        self.put(
+            ev.CameraChanged,
+            seat=seat,
+            kind=kind,
+            view_flowers=flowers,
+            view_melds=[ev.MeldJson(*m) for m in melds],
+            view_open=open_tiles,
+            view_notes=list(notes),
+        )
+
+    def start_hand(self, dice=(3, 5)) -> None:
+        """The dealer presses confirm; the walls come up and the dice roll."""
+        from controller.table import events as ev
+
+        self.press(self.runtime.snapshot()["dealer"], "confirm")
+        # the MCU's answers, as it would give them
+        self.put(ev.CommandDone, command="prepare_walls", result={"tile_set": 0})
+        self.put(ev.CommandDone, command="dice", result=list(dice))
+
+    def self_draw_win(self, seat: int = 1) -> None:
+        """``seat`` wins by self-draw with 混一色 (EEE 123m 456m 789m SS, one flower): a
+        proposal waits to be confirmed."""
+        self.seat(seat, flowers="1f", melds=[("pung", "EEE", (seat + 1) % 4)], kind="meld")
+        self.press(seat, "win")
+        self.press(seat, "confirm")
+        self.seat(
+            seat,
+            flowers="1f",
+            melds=[("pung", "EEE", (seat + 1) % 4)],
+            open_tiles="1m 2m 3m 4m 5m 6m 7m 8m 9m S S",
+            kind="open_tiles",
+        )
+
+    def close(self) -> None:
+        self.runtime.stop()
+        self.log.close()
+
+
+@pytest.fixture
+def live_table():
+    """A running table controller (:class:`LiveTable`): session 1 started, seats Ann, Bo, Cy
+    and Di, no hand yet. ``live_table.start_hand()``, ``live_table.self_draw_win()`` and the
+    input helpers play it; ``live_table.runtime`` is what the dashboard is given."""
+    table = LiveTable()
+    yield table
+    table.close()

@@ -100,6 +100,7 @@ class TableRuntime:
         on_hand_start: Callable[[], None] | None = None,
         on_show: Callable[[TableState], None] | None = None,
         on_input: Callable[[ev.Event], None] | None = None,
+        run_commands: bool = True,
     ) -> None:
         self.log = log
         self.device = device
@@ -107,6 +108,7 @@ class TableRuntime:
         self.on_hand_start = on_hand_start
         self.on_show = on_show
         self.on_input = on_input
+        self.run_commands = run_commands
         state = replay(e for _, e in log.events())
         self.controller = TableController(state, settings)
         self._inbox: queue.Queue[ev.Event | _Ask | None] = queue.Queue()
@@ -137,7 +139,7 @@ class TableRuntime:
         self._thread.start()
         self._worker.start()
         pending = self.state.pending_command
-        if pending is not None:  # asked before a stop and never answered: ask again
+        if pending is not None and self.run_commands:  # asked before a stop: ask again
             self._commands.put(pending)
         self._apply_hand_flag()
 
@@ -263,7 +265,8 @@ class TableRuntime:
     def _act(self, out: list[ev.Event]) -> None:
         for e in out:
             if isinstance(e, ev.CommandRequested):
-                self._commands.put(e)
+                if self.run_commands:
+                    self._commands.put(e)
             elif isinstance(e, ev.HandStarted) and self.on_hand_start is not None:
                 self.on_hand_start()
             elif isinstance(e, ev.PhaseChanged):
