@@ -8,7 +8,7 @@ with a one-line message naming the file and the key::
 Every key is optional; the defaults run the simulator. ``docs/table-config.example.toml``
 shows every section and key with its default. The tree (:class:`TableConfig`)::
 
-    table       TableSection: name, data_dir, profile, stake, seats, dealer, auto_shuffle,
+    table       TableSection: name, data_dir, profile, stake, seats, dealer,
                 port, host
     serial      firmware_bridge.config.SerialConfig (the MCU's link)
     seat_panel  firmware_bridge.config.SeatPanelConfig, or None without a [seat_panel]
@@ -130,8 +130,6 @@ class TableSection(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     seats: tuple[SeatName, SeatName, SeatName, SeatName] = ("East", "South", "West", "North")
     #: the first hand's dealer: a seat 0-3, or "random" (the dice decide)
     dealer: Annotated[int, Meta(ge=0, le=3)] | Literal["random"] = "random"
-    #: start the next hand (shuffle) as soon as one is settled
-    auto_shuffle: bool = True
     #: the dashboard's TCP port and address
     port: Annotated[int, Meta(ge=1, le=65535)] = 8080
     host: Annotated[str, Meta(min_length=1, max_length=253)] = "0.0.0.0"
@@ -156,8 +154,8 @@ class SimSection(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """``[sim]``: ``mahjong-table sim``, a whole table simulated (MCU, panel, camera, bots)."""
 
     seed: Annotated[int, Meta(ge=0, le=2**63 - 1)] = 0
-    #: how much faster than real play the bots act
-    speed: Annotated[float, Meta(gt=0.0, le=1000.0)] = 1.0
+    #: simulated seconds per real second (10: a hand in under a minute); 0: as fast as it can
+    speed: Annotated[float, Meta(ge=0.0, le=1000.0)] = 10.0
     #: hands to play before stopping; 0: forever
     hands: Annotated[int, Meta(ge=0, le=1_000_000_000)] = 0
     #: faults to inject now and then (see :data:`FAULTS`)

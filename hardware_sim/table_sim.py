@@ -170,7 +170,8 @@ class TableSim:
 
     :param seed: seeds the bots' walls and choices, the MCU's dice and the camera's noise
     :param db: the event log's path (default: one in memory)
-    :param profile: the rules profile of the session; ``stake`` its stake
+    :param profile: the rules profile of the session; ``stake`` its stake; ``seats`` the
+        players' names
     :param mcu_speed: how much faster than real time the simulated MCU's motors run
     :param turn_s: the simulated seconds a turn takes (drawn uniformly in the range)
     :param hold: frames each thing laid is seen for before the next (the camera settles a
@@ -190,7 +191,8 @@ class TableSim:
         seed: int = 0,
         db: str | Path = ":memory:",
         profile: str = "shanghai",
-        stake: int = 1,
+        stake: int | Fraction = 1,
+        seats: tuple[str, ...] | None = None,
         mcu_speed: float = 100.0,
         turn_s: tuple[float, float] = (4.0, 9.0),
         frame_dt: float = 0.1,
@@ -209,6 +211,7 @@ class TableSim:
         self.profile_name = profile
         self.profile = load_profile(profile)
         self.stake = stake
+        self.seats = seats
         self.mcu_speed = mcu_speed
         self.turn_s = turn_s
         self.frame_dt = frame_dt
@@ -318,11 +321,15 @@ class TableSim:
             raise
         state = runtime.call(lambda: runtime.state)
         if not state.session:
-            runtime.request(
-                "new_session",
-                {"profile": self.profile_name, "stake": self.stake, "dealer": 0},
-                by="sim",
-            )
+            stake = Fraction(self.stake)
+            session: dict[str, Any] = {
+                "profile": self.profile_name,
+                "stake": stake.numerator if stake.denominator == 1 else str(stake),
+                "dealer": 0,
+            }
+            if self.seats is not None:
+                session["seats"] = list(self.seats)
+            runtime.request("new_session", session, by="sim")
         snap = runtime.snapshot()
         self.dealer = int(snap["dealer"])
         self.huangfan = int(snap["huangfan"])

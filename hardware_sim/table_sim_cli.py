@@ -38,16 +38,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Ctrl-C ends it cleanly. Exit status 0 every hand settled right, 1 one did not, "
         "2 bad arguments, 3 a part of the table could not start.",
     )
-    p.add_argument("--hands", type=int, default=0, help="hands to play (default 0: until Ctrl-C)")
-    p.add_argument("--seed", type=int, default=0, help="the bots' walls and choices, the dice")
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="a table config file: its [sim] and [table] sections set the defaults below",
+    )
+    p.add_argument("--hands", type=int, help="hands to play (default 0: until Ctrl-C)")
+    p.add_argument("--seed", type=int, help="the bots' walls and choices, the dice (default 0)")
     p.add_argument(
         "--speed",
         type=float,
-        default=10.0,
         help="simulated seconds per real second (default 10); 0 plays as fast as it can",
     )
-    p.add_argument("--profile", default="shanghai", help="rules profile (default shanghai)")
-    p.add_argument("--stake", type=int, default=1, help="the stake per 花 (default 1)")
+    p.add_argument("--profile", help="rules profile (default shanghai)")
+    p.add_argument("--stake", help="底分, the stake (default 1)")
+    p.add_argument(
+        "--faults",
+        help="inject faults now and then, comma-separated: jam,lid,reset,unplug,camera,misread",
+    )
     p.add_argument(
         "--db",
         type=Path,
@@ -86,21 +94,25 @@ def _text_report(report: Any, settled: Any, profile: Any) -> str:
 
 
 def sim_command(args: argparse.Namespace) -> int:
+    from controller.config import load_config
     from controller.errors import MahjongTableError, StorageError
     from controller.table import events as ev
     from controller.table.events import event_to_json_text
     from hardware_sim.mcu_process import SimMcuError
     from hardware_sim.table_sim import SimError, TableSim
 
-    if args.hands < 0:
-        print("mahjong-table sim: --hands is 0 (until Ctrl-C) or more", file=sys.stderr)
-        return EXIT_INPUT
-    if not args.speed >= 0:
-        print("mahjong-table sim: --speed is 0 (flat out) or more", file=sys.stderr)
-        return EXIT_INPUT
-    if args.stake < 1:
-        print("mahjong-table sim: --stake is 1 or more", file=sys.stderr)
-        return EXIT_INPUT
+    faults = None if args.faults is None else [f for f in args.faults.split(",") if f]
+    # the command line's options are checked as the config file's keys are
+    cfg = load_config(args.config).with_overrides(
+        {
+            "sim.hands": args.hands,
+            "sim.seed": args.seed,
+            "sim.speed": args.speed,
+            "sim.faults": faults,
+            "table.profile": args.profile,
+            "table.stake": args.stake,
+        }
+    )
     lock = threading.Lock()
     settled: dict[int, Any] = {}
 
@@ -113,11 +125,13 @@ def sim_command(args: argparse.Namespace) -> int:
 
     try:
         sim = TableSim(
-            seed=args.seed,
+            seed=cfg.sim.seed,
             db=args.db or ":memory:",
-            profile=args.profile,
-            stake=args.stake,
-            pace=args.speed,
+            profile=cfg.table.profile,
+            stake=cfg.table.stake,
+            seats=tuple(cfg.table.seats),
+            pace=cfg.sim.speed,
+            faults=tuple(cfg.sim.faults),
             on_event=on_event,
         )
     except MahjongTableError as exc:
@@ -129,12 +143,12 @@ def sim_command(args: argparse.Namespace) -> int:
         sim.start()
         if not args.json:
             print(
-                f"the table is running on the simulator (seed {args.seed}, "
-                f"{'flat out' if not args.speed else f'{args.speed:g}x real time'}); "
+                f"the table is running on the simulator (seed {cfg.sim.seed}, "
+                f"{'flat out' if not cfg.sim.speed else f'{cfg.sim.speed:g}x real time'}); "
                 "Ctrl-C ends it",
                 flush=True,
             )
-        for report in sim.play(args.hands):
+        for report in sim.play(cfg.sim.hands):
             played += 1
             wrong += bool(report.mismatches)
             with lock:
