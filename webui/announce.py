@@ -1,0 +1,380 @@
+"""Each settlement, spoken: "Bo自摸。杠开！清碰，两勒子。"
+
+Players at a table look at their tiles, not at a screen, so the table says what was won
+through ``espeak-ng`` when it is installed (Mandarin ``cmn`` or English ``en``; ``off``
+for silence). :func:`announcement` builds the words from a
+:class:`~controller.table.events.HandSettled` event's settlement: who won and how, 杠开 or
+大吊车 when they raised the hand, the hand type, the doublers (门清, 开宝, 荒番), and the value,
+in 勒子 when the working reached a whole number of them by a cap, a fixed hand value or a
+raise, else in points.
+
+The :class:`Announcer` never holds the controller up: its subscriber only queues the event,
+and one thread of its own builds the words and runs the speech engine, one announcement at
+a time. Without ``espeak-ng`` on ``PATH`` it stays silent, and a failing engine is logged,
+never raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+__all__ = ["Announcer", "announcement", "chinese_number"]
+
+log = logging.getLogger(__name__)
+
+LANGUAGES = ("cmn", "en", "off")
+LEZI_RULES = ("勒子",)
+RAISES = ("杠开", "大吊车")
+_LEZI_EFFECT = re.compile(r"^(?:capped at |raised to )?(\d+) 勒子$")
+
+_DIGITS = "零一二三四五六七八九"
+_ENGLISH_DOUBLERS = {
+    "门清": "concealed hand",
+    "开宝": "kai bao",
+    "荒番": "huang fan",
+    "杠开": "gang kai",
+    "大吊车": "da diao che",
+}
+_ENGLISH_RAISES = {"杠开": "Gang kai!", "大吊车": "Da diao che!"}
+_ENGLISH_NUMBERS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight"]
+
+
+def chinese_number(n: int, *, measure: bool = False) -> str:
+    """``n`` (0 to 99 999 999) in Chinese numerals, as spoken: 十八, 一百零五, 两千.
+    ``measure``: before a measure word, where 2 is said 两 (两勒子)."""
+    if n < 0:
+        return "负" + chinese_number(-n)
+    if n == 2 and measure:
+        return "两"
+    if n < 10:
+        return _DIGITS[n]
+    if n < 20:
+        return "十" + (_DIGITS[n % 10] if n % 10 else "")
+    if n >= 10_000:
+        high, low = divmod(n, 10_000)
+        text = chinese_number(high) + "万"
+        if low:
+            text += ("零" if low < 1000 else "") + _below_10000(low)
+        return text
+    return _below_10000(n)
+
+
+def _below_10000(n: int) -> str:
+    out, zero = "", False
+    for value, unit in ((1000, "千"), (100, "百"), (10, "十"), (1, "")):
+        digit = n // value % 10
+        if digit:
+            if zero and out:
+                out += "零"
+            out += _DIGITS[digit] + unit
+            zero = False
+        elif out:
+            zero = True
+    return out or "零"
+
+
+def _english_count(n: int) -> str:
+    return _ENGLISH_NUMBERS[n] if 0 <= n < len(_ENGLISH_NUMBERS) else str(n)
+
+
+def _wins(settlement: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each win of a settlement: its ``wins`` where several won, else the settlement itself
+    (one win's fields are at the top level)."""
+    wins = settlement.get("wins")
+    if isinstance(wins, list):
+        return [w for w in wins if isinstance(w, dict)]
+    return [settlement]
+
+
+def _breakdown(win: dict[str, Any], key: str) -> list[Any]:
+    """A list of the win's working (``steps``, ``doublers``); [] where it is not one."""
+    breakdown = win.get("breakdown")
+    value = breakdown.get(key) if isinstance(breakdown, dict) else None
+    return value if isinstance(value, list) else []
+
+
+def _lezi_unit(win: dict[str, Any]) -> int | None:
+    """The value of one 勒子, read off the working: a cap, a fixed value or a raise says
+    "N 勒子" with the value it gave."""
+    for step in _breakdown(win, "steps"):
+        if not isinstance(step, dict):
+            continue
+        match = _LEZI_EFFECT.match(str(step.get("effect", "")))
+        if match and int(match.group(1)) > 0 and isinstance(step.get("value"), int):
+            unit, rest = divmod(step["value"], int(match.group(1)))
+            if not rest and unit > 0:
+                return unit
+    return None
+
+
+def _in_lezi(win: dict[str, Any], lezi: int | None) -> int | None:
+    """The win's value as a number of 勒子, where the working reached whole 勒子 (the
+    hand's cap, a fixed value, a raise); None where it is counted in points."""
+    value = win.get("value")
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return None
+    read = _lezi_unit(win)
+    unit = lezi if lezi else read
+    if not unit or value % unit:
+        return None
+    breakdown = win.get("breakdown")
+    cap = breakdown.get("cap") if isinstance(breakdown, dict) else None
+    at_cap = isinstance(cap, int) and value >= cap
+    return value // unit if read is not None or at_cap else None
+
+
+def _name(names: Sequence[str] | None, seat: Any, language: str) -> str:
+    if isinstance(seat, int) and names and 0 <= seat < len(names):
+        name = "".join(c for c in str(names[seat]) if c.isprintable()).strip()
+        if name:
+            return name
+    if language == "cmn":
+        return f"{seat}号位"
+    return f"Seat {seat}"
+
+
+def _facts(win: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(raises said first, doublers) of one win, as the working names them."""
+    rules = [str(s.get("rule", "")) for s in _breakdown(win, "steps") if isinstance(s, dict)]
+    raises = [r for r in RAISES if r in rules]
+    doublers = [
+        d for d in _breakdown(win, "doublers") if isinstance(d, str) and d and d not in raises
+    ]
+    return raises, doublers
+
+
+def _chinese(win: dict[str, Any], names: Sequence[str] | None, lezi: int | None) -> str:
+    who = _name(names, win.get("winner"), "cmn")
+    how = win.get("win", {}).get("type") if isinstance(win.get("win"), dict) else None
+    discarder = win.get("win", {}).get("from") if isinstance(win.get("win"), dict) else None
+    if how == "self_draw":
+        opening = f"{who}自摸"
+    elif how == "discard" and discarder is not None:
+        opening = f"{_name(names, discarder, 'cmn')}点炮，{who}胡了"
+    elif how == "robbing_kong" and discarder is not None:
+        opening = f"{who}抢{_name(names, discarder, 'cmn')}的杠"
+    else:
+        opening = f"{who}胡了"
+    raises, doublers = _facts(win)
+    parts = [str(win["hand"])] if win.get("hand") else []
+    parts += doublers
+    count = _in_lezi(win, lezi)
+    value = win.get("value")
+    if count is not None:
+        parts.append(f"{chinese_number(count, measure=True)}勒子")
+    elif isinstance(value, int):
+        parts.append(f"{chinese_number(value)}分")
+    exclaim = "".join(f"{r}！" for r in raises)
+    return f"{opening}。{exclaim}{'，'.join(parts)}。"
+
+
+def _english(win: dict[str, Any], names: Sequence[str] | None, lezi: int | None) -> str:
+    who = _name(names, win.get("winner"), "en")
+    how = win.get("win", {}).get("type") if isinstance(win.get("win"), dict) else None
+    discarder = win.get("win", {}).get("from") if isinstance(win.get("win"), dict) else None
+    if how == "self_draw":
+        opening = f"{who} wins by self-draw."
+    elif how == "discard" and discarder is not None:
+        opening = f"{who} wins on {_name(names, discarder, 'en')}'s discard."
+    elif how == "robbing_kong" and discarder is not None:
+        opening = f"{who} wins robbing {_name(names, discarder, 'en')}'s kong."
+    else:
+        opening = f"{who} wins."
+    raises, doublers = _facts(win)
+    hand = win.get("hand_english") or win.get("hand_key") or ""
+    parts = [str(hand).capitalize()] if hand else []
+    if doublers:
+        parts.append("doubled by " + " and ".join(_ENGLISH_DOUBLERS.get(d, d) for d in doublers))
+    count = _in_lezi(win, lezi)
+    value = win.get("value")
+    if count is not None:
+        parts.append(f"{_english_count(count)} lezi")
+    elif isinstance(value, int):
+        parts.append(f"{value} point{'s' if value != 1 else ''}")
+    exclaim = " ".join(_ENGLISH_RAISES.get(r, r + "!") for r in raises)
+    text = " ".join(x for x in (opening, exclaim, ", ".join(parts) + "." if parts else "") if x)
+    return text
+
+
+def announcement(
+    settlement: dict[str, Any],
+    *,
+    language: str = "cmn",
+    names: Sequence[str] | None = None,
+    lezi: int | None = None,
+) -> str:
+    """What to say for a settlement (:func:`controller.rules.settlement_to_dict`'s dict, as a
+    ``settled`` event carries it): one sentence or two per win. ``names`` are the seats'
+    players (else "seat 2" / "2号位"); ``lezi`` the value of one 勒子 in the profile (else
+    read off the working). ``off`` or an invalid settlement: ``""``."""
+    if language == "off" or not isinstance(settlement, dict):
+        return ""
+    wins = [w for w in _wins(settlement) if w.get("valid") is not False]
+    say = _chinese if language == "cmn" else _english
+    texts = [say(win, names, lezi) for win in wins]
+    if len(wins) > 1:  # 一炮多响: several won on one discard
+        count = len(wins)
+        if language == "cmn":
+            texts.insert(0, f"一炮{chinese_number(count, measure=True).replace('两', '双')}响！")
+        else:
+            texts.insert(0, f"{_english_count(count).capitalize()} winners on one discard!")
+    return ("" if language == "cmn" else " ").join(texts)
+
+
+class Announcer:
+    """Speaks each ``settled`` event through ``executable`` (espeak-ng). ``names`` gives the
+    seats' players when it is called (on the announcer's thread); :meth:`attach` sets it from
+    the table."""
+
+    LANGUAGES = LANGUAGES
+    VOICES: ClassVar[dict[str, str]] = {"cmn": "cmn", "en": "en"}
+
+    def __init__(
+        self,
+        language: str = "cmn",
+        *,
+        executable: str = "espeak-ng",
+        names: Callable[[], Sequence[str]] | None = None,
+        lezi: Callable[[str], int | None] | None = None,
+        timeout_s: float = 60.0,
+        backlog: int = 4,
+    ) -> None:
+        self._language = ""
+        self.language = language
+        self.executable = executable
+        self.names = names
+        self.lezi = lezi or _profile_lezi
+        self.timeout_s = timeout_s
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=backlog)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.spoken: list[str] = []
+        """The last 20 announcements made, newest last (kept whether or not espeak-ng is
+        there to say them)."""
+
+    @property
+    def language(self) -> str:
+        return self._language
+
+    @language.setter
+    def language(self, value: str) -> None:
+        if value not in LANGUAGES:
+            raise ValueError(f"language: one of {', '.join(LANGUAGES)}, not {value!r}")
+        self._language = value
+
+    @property
+    def available(self) -> bool:
+        """Whether the speech engine is on ``PATH`` (looked up each time: it may be
+        installed while the table runs)."""
+        return shutil.which(self.executable) is not None
+
+    def attach(self, table: Any) -> Callable[[], None]:
+        """Listen to ``table``'s events; the seats' names come from its snapshot. Returns the
+        function that stops listening."""
+        if self.names is None:
+            self.names = lambda: list(table.snapshot().get("seat_names", []))
+        return table.subscribe(self.handle)
+
+    def handle(self, event: Any) -> None:
+        """The subscriber (on the controller's thread): queue a settlement, nothing more."""
+        if getattr(event, "type", None) == "settled" and self.language != "off":
+            self._put(("settled", getattr(event, "settlement", None)))
+
+    def say(self, text: str) -> None:
+        """Speak ``text`` (queued behind what is being said)."""
+        self._put(("text", text))
+
+    def _put(self, item: tuple[str, Any]) -> None:
+        self._ensure_thread()
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            log.info("announcements are backing up: one skipped")
+
+    def _ensure_thread(self) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="dashboard-announce", daemon=True
+                )
+                self._thread.start()
+
+    def text_for(self, settlement: dict[str, Any]) -> str:
+        """The words for a settlement in the current language, with the players' names."""
+        names: Sequence[str] | None = None
+        if self.names is not None:
+            try:
+                names = self.names()
+            except Exception as exc:  # no names: seats are said by number
+                log.debug("no seat names for the announcement: %s", exc)
+        profile = settlement.get("profile") if isinstance(settlement, dict) else None
+        lezi = self.lezi(profile) if isinstance(profile, str) else None
+        return announcement(settlement, language=self.language, names=names, lezi=lezi)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            kind, value = item
+            try:
+                text = self.text_for(value) if kind == "settled" else str(value)
+                if text:
+                    self._speak(text)
+            except Exception:
+                log.exception("the announcement failed")
+
+    def _speak(self, text: str) -> None:
+        language = self.language
+        if language == "off":
+            return
+        exe = shutil.which(self.executable)
+        self.spoken = [*self.spoken[-19:], text]
+        if exe is None:
+            return
+        # the text goes in on stdin, never as an argument: a player's name starting with "-"
+        # must not be read as an option
+        try:
+            subprocess.run(
+                [exe, "-v", self.VOICES[language], "-b", "1", "--stdin"],
+                input=text.encode("utf-8"),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=self.timeout_s,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.warning("espeak-ng failed: %s", exc)
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Stop after the announcement being spoken (the ones waiting are dropped)."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(None)
+        thread.join(timeout)
+
+
+def _profile_lezi(name: str) -> int | None:
+    """The value of one 勒子 in profile ``name``; None when it cannot be loaded."""
+    from controller.profiles import load_profile
+
+    try:
+        return load_profile(name).units.lezi
+    except Exception:
+        return None
