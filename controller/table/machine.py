@@ -832,7 +832,8 @@ def _how(args: dict[str, Any]) -> tuple[str | None, int | None]:
 
 
 def _check_answer(q: ev.QuestionAsked, value: Any) -> None:
-    if q.options and value not in q.options:
+    # 1 == True in Python: an answer must be one of the options and of its type
+    if q.options and not any(value == o and type(value) is type(o) for o in q.options):
         raise RequestRefused(f"answer: one of {q.options}, not {value!r}")
     if q.kind == "seat" and value != "ok":
         _check_seat(value)

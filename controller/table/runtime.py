@@ -49,6 +49,14 @@ class Hardware(Protocol):
 
 
 @dataclass
+class _Call:
+    """A function to run on the controller thread (to read the state consistently)."""
+
+    fn: Callable[[], Any]
+    future: Future[Any]
+
+
+@dataclass
 class _Ask:
     """A request waiting for the controller's answer."""
 
@@ -111,7 +119,7 @@ class TableRuntime:
         self.run_commands = run_commands
         state = replay(e for _, e in log.events())
         self.controller = TableController(state, settings)
-        self._inbox: queue.Queue[ev.Event | _Ask | None] = queue.Queue()
+        self._inbox: queue.Queue[ev.Event | _Ask | _Call | None] = queue.Queue()
         self._commands: queue.Queue[ev.CommandRequested | None] = queue.Queue()
         self._subscribers: list[Callable[[ev.Event], None]] = []
         self._sub_lock = threading.Lock()
@@ -183,7 +191,7 @@ class TableRuntime:
     def call(self, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
         """Run ``fn`` on the controller thread (to read the state consistently)."""
         future: Future[Any] = Future()
-        self._inbox.put(_Ask(ev.Request(time=0.0, action="__call__", args={"fn": fn}), future))
+        self._inbox.put(_Call(fn, future))
         return future.result(timeout)
 
     def subscribe(self, callback: Callable[[ev.Event], None]) -> Callable[[], None]:
@@ -219,14 +227,20 @@ class TableRuntime:
                 return
             except Exception as exc:  # a bug: keep the table alive, say what happened
                 log.exception("the controller failed on %r", item)
-                if isinstance(item, _Ask) and not item.future.done():
+                # what it decided before failing was applied to the state but not logged:
+                # the log is the truth, so the state is rebuilt from it
+                self.controller.state = replay(e for _, e in self.log.events())
+                if isinstance(item, _Ask | _Call) and not item.future.done():
                     item.future.set_exception(exc)
 
-    def _take(self, item: ev.Event | _Ask) -> None:
+    def _take(self, item: ev.Event | _Ask | _Call) -> None:
+        if isinstance(item, _Call):
+            try:
+                item.future.set_result(item.fn())
+            except Exception as exc:
+                item.future.set_exception(exc)
+            return
         if isinstance(item, _Ask):
-            if item.event.action == "__call__":
-                item.future.set_result(item.event.args["fn"]())
-                return
             try:
                 out = self._handle(item.event)
             except RequestRefused as exc:

@@ -159,7 +159,7 @@ class TableState:
             "totals": [amount_json(t) for t in self.totals],
             "hands_settled": self.hands_settled,
             "hands_drawn": self.hands_drawn,
-            "can_undo": bool(self.closed) and self.phase in ("idle", "shuffling"),
+            "can_undo": bool(self.closed) and self.phase == "idle",
         }
 
     def copy(self) -> TableState:
