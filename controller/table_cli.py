@@ -56,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "hardware or the log could not be used.",
     )
     p.add_argument("--config", type=Path, help="the table's config file (TOML)")
+    p.add_argument("--port", type=int, help="the dashboard's port (default: [table] port)")
+    p.add_argument("--headless", action="store_true", help="no dashboard")
     p.set_defaults(func=run_command)
 
     p = subparsers.add_parser(
@@ -207,7 +209,7 @@ def _describe(e: Any) -> str | None:
 def run_command(args: argparse.Namespace) -> int:
     from controller.config import load_config
 
-    cfg = load_config(args.config)
+    cfg = load_config(args.config).with_overrides({"table.port": args.port})
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
 
@@ -216,7 +218,26 @@ def run_command(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     with contextlib.ExitStack() as stack:
-        runtime = start_table(cfg, stack, on_line=lambda line: log.info("%s", line))
+        runtime, feed = start_table(cfg, stack, on_line=lambda line: log.info("%s", line))
+        if not args.headless:
+            from controller.errors import ConfigError
+            from webui.server import start_dashboard
+
+            try:
+                server = start_dashboard(
+                    runtime,
+                    camera=feed,
+                    data_dir=Path(cfg.table.data_dir) / "dashboard",
+                    host=cfg.table.host,
+                    port=cfg.table.port,
+                )
+            except OSError as exc:
+                raise ConfigError(
+                    f"the dashboard cannot listen on {cfg.table.host}:{cfg.table.port}: "
+                    f"{exc.strerror or exc}: set [table] port or pass --port"
+                ) from None
+            stack.callback(server.stop)
+            log.info("dashboard on %s", server.url)
         log.info("the table is running (event log %s)", log_path(cfg))
         try:
             while not stop.wait(0.5):
@@ -230,7 +251,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def start_table(cfg: Any, stack: contextlib.ExitStack, on_line: Callable[[str], None]) -> Any:
     """Start everything a real table runs, each part closed by ``stack``; returns the
-    running :class:`~controller.table.runtime.TableRuntime`."""
+    running :class:`~controller.table.runtime.TableRuntime` and its camera feed."""
     from controller.errors import ConfigError
     from controller.table.runtime import TableRuntime
     from controller.table.sources import CameraFeed, CameraLoop, device_events, panel_events
@@ -281,7 +302,7 @@ def start_table(cfg: Any, stack: contextlib.ExitStack, on_line: Callable[[str], 
     stack.callback(loop.stop)
     if not runtime.snapshot()["session"]:
         runtime.request("new_session", _session_args(cfg), by="run")
-    return runtime
+    return runtime, feed
 
 
 # -- doctor ------------------------------------------------------------------------------------

@@ -111,6 +111,8 @@ def sim_command(args: argparse.Namespace) -> int:
             "sim.faults": faults,
             "table.profile": args.profile,
             "table.stake": args.stake,
+            "table.port": args.port,
+            "table.host": args.host,
         }
     )
     lock = threading.Lock()
@@ -139,8 +141,32 @@ def sim_command(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     wrong = 0
     played = 0
+    server = None
     try:
         sim.start()
+        if not args.headless:
+            import tempfile
+
+            from webui.server import start_dashboard
+
+            board = tempfile.mkdtemp(prefix="mahjong-sim-dashboard-")
+            try:
+                server = start_dashboard(
+                    sim.runtime,
+                    camera=sim.feed,
+                    data_dir=board,
+                    host=cfg.table.host,
+                    port=cfg.table.port,
+                )
+            except OSError as exc:
+                print(
+                    f"mahjong-table sim: the dashboard cannot listen on {cfg.table.host}:"
+                    f"{cfg.table.port}: {exc.strerror or exc}; choose another --port, or "
+                    "--headless",
+                    file=sys.stderr,
+                )
+                return EXIT_IO
+            print(f"dashboard: {server.url}", file=sys.stderr, flush=True)
         if not args.json:
             print(
                 f"the table is running on the simulator (seed {cfg.sim.seed}, "
@@ -165,6 +191,8 @@ def sim_command(args: argparse.Namespace) -> int:
         return EXIT_IO
     finally:
         totals = _totals(sim)
+        if server is not None:
+            server.stop()
         sim.close()
     if not args.json:
         print(

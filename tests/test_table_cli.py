@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import cv2
@@ -166,10 +168,28 @@ def test_run_refuses_a_config_it_cannot_run_in_one_line(
     assert "camera" in err[1] and "/dev/ttyNOPE9 does not exist" in err[2]
 
 
-def test_run_starts_a_session_and_stops_cleanly_on_sigterm(real_table: Path) -> None:
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_run_starts_a_session_serves_the_dashboard_and_stops_on_sigterm(
+    real_table: Path,
+) -> None:
     env = dict(os.environ, GPIOZERO_PIN_FACTORY="mock", PYTHONUNBUFFERED="1")
+    port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "controller.cli", "run", "--config", str(real_table)],
+        [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "run",
+            "--config",
+            str(real_table),
+            "--port",
+            str(port),
+        ],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -184,8 +204,17 @@ def test_run_starts_a_session_and_stops_cleanly_on_sigterm(real_table: Path) -> 
         if db.exists():
             with EventLogReader(db) as reader:
                 types = [e.type for _, e in reader.events()]
+    state = None
+    while time.monotonic() < deadline and state is None and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=5) as r:
+                state = json.loads(r.read())
+        except OSError:
+            time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
+    assert state is not None and state["session"] == 1, err
+    assert state["seat_names"] == ["East", "South", "West", "North"]
     assert proc.returncode == 0, err
     assert "session_started" in types, err
     assert "the table is running" in err and "stopping" in err

@@ -76,7 +76,17 @@ def test_a_restarted_table_finishes_the_hand_it_was_playing(tmp_path: Path) -> N
 
 def test_sim_command_prints_each_settlement_with_its_working(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "controller.cli", "sim", "--hands", "1", "--speed", "0"],
+        [
+            sys.executable,
+            "-m",
+            "controller.cli",
+            "sim",
+            "--hands",
+            "1",
+            "--speed",
+            "0",
+            "--headless",
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -156,6 +166,7 @@ def _run_sim(db: Path, hands: int) -> subprocess.Popen[str]:
             "--seed",
             "9",
             "--json",
+            "--headless",
         ],
         cwd=REPO,
         env=env,

@@ -22,7 +22,7 @@ from typing import Any
 from waitress import wasyncore
 from waitress.server import create_server
 
-__all__ = ["SPARE_THREADS", "Server", "serve"]
+__all__ = ["SPARE_THREADS", "Server", "serve", "start_dashboard"]
 
 log = logging.getLogger(__name__)
 
@@ -123,3 +123,38 @@ class Server:
 def serve(app: Any, host: str = "127.0.0.1", port: int = 0, threads: int | None = None) -> Server:
     """Serve ``app`` in the background; the started :class:`Server` (``.port``, ``.stop()``)."""
     return Server(app, host, port, threads).start()
+
+
+def start_dashboard(
+    table: Any,
+    *,
+    camera: Any = None,
+    data_dir: Any,
+    host: str = "0.0.0.0",
+    port: int = 8080,
+    speak: bool = True,
+) -> Server:
+    """The whole dashboard for a running table, served in the background: the app, the
+    spoken announcements (silent where espeak-ng is not installed) and the server. Stop it
+    with the returned server's :meth:`Server.stop`; raises :class:`OSError` when the port is
+    taken."""
+    from webui import create_app
+    from webui.announce import Announcer
+
+    announcer = None
+    if speak:
+
+        def names() -> list[str]:
+            return list(table.snapshot()["seat_names"])
+
+        announcer = Announcer(names=names)
+    app = create_app(table, camera=camera, data_dir=data_dir, announcer=announcer)
+    server = Server(app, host, port)
+    try:
+        server.start()
+    except BaseException:
+        dashboard = app.extensions.get("mahjong_table")
+        if dashboard is not None:
+            dashboard.close()
+        raise
+    return server
