@@ -90,6 +90,10 @@ hand is misread (a wrong tile is what the camera sees)."""
 
 CAMERA_GONE_S = 10.0
 
+READ_PATIENCE_S = 10.0
+"""Real seconds the players wait for the table to read a hand laid open before they look at
+what it shows and correct it."""
+
 
 class SimError(MahjongTableError):
     """The simulated table could not go on (a part did not start, the controller stopped
@@ -820,16 +824,28 @@ class TableSim:
         answered: set[int] = set()
         truth = _amounts(report.truth)
         assert played.settlement is not None
+        stuck = 0
         while True:
-            e = self._wait_after(
-                mark,
-                lambda e: (
-                    (isinstance(e, ev.QuestionAsked) and e.id not in answered)
-                    or isinstance(e, ev.SettlementProposed)
-                ),
-                "read the hand",
-                timeout=60.0,
-            )
+            try:
+                e = self._wait_after(
+                    mark,
+                    lambda e: (
+                        (isinstance(e, ev.QuestionAsked) and e.id not in answered)
+                        or isinstance(e, ev.SettlementProposed)
+                    ),
+                    "read the hand",
+                    timeout=READ_PATIENCE_S,
+                )
+            except SimError:
+                # the table still waits for the hand: the players look at what it shows
+                # (a tile it cannot see, one too many) and put it right from the dashboard
+                stuck += 1
+                wrong = self._misread_seats() if self.snapshot()["phase"] == "reading" else []
+                if not wrong or stuck > 3:
+                    raise
+                for seat in wrong:
+                    self._correct_seat(seat, report)
+                continue
             if isinstance(e, ev.QuestionAsked):
                 answered.add(e.id)
                 if len(answered) > 12:
@@ -854,16 +870,7 @@ class TableSim:
                 # put right what the camera misread; the table then proposes again
                 wrong = self._misread_seats()
                 for seat in wrong:
-                    seen = self.snapshot()["seats"][seat]
-                    report.corrections.append(
-                        f"seat {seat}: read {_view_text(seen)}, truly "
-                        f"{_view_text(self._truth_seat(seat))}"
-                    )
-                    rt.request(
-                        "correct",
-                        {"field": "seat", "seat": seat, "value": self._truth_seat(seat)},
-                        by=f"seat {seat}",
-                    )
+                    self._correct_seat(seat, report)
                 if wrong:
                     mark = self._index_of(e) + 1
                     continue
@@ -893,6 +900,18 @@ class TableSim:
         self.huangfan = played.settlement.huangfan_next
         if report.mismatches:  # go on from where the table is
             self.dealer, self.huangfan = settled.next_dealer, settled.huangfan_next
+
+    def _correct_seat(self, seat: int, report: HandReport) -> None:
+        """A player puts right, from the dashboard, what the table shows at ``seat``."""
+        seen = self.snapshot()["seats"][seat]
+        report.corrections.append(
+            f"seat {seat}: read {_view_text(seen)}, truly {_view_text(self._truth_seat(seat))}"
+        )
+        self._rt.request(
+            "correct",
+            {"field": "seat", "seat": seat, "value": self._truth_seat(seat)},
+            by=f"seat {seat}",
+        )
 
     def _index_of(self, event: ev.Event) -> int:
         with self._cond:
