@@ -36,6 +36,7 @@ from msgspec import Meta, Struct, field
 
 from controller.errors import ConfigError
 from controller.profiles import builtin_names
+from controller.rules.stake import MAX_STAKE, STAKE_DECIMALS, STAKE_RULE, parse_stake
 from firmware_bridge.config import (
     SeatPanelConfig,
     SerialConfig,
@@ -52,6 +53,7 @@ __all__ = [
     "DEFAULT_DATA_DIR",
     "FAULTS",
     "MAX_STAKE",
+    "STAKE_DECIMALS",
     "CameraSection",
     "ConfigFileError",
     "SimSection",
@@ -68,18 +70,8 @@ T = TypeVar("T")
 DEFAULT_DATA_DIR = "~/.local/share/mahjong-table"
 """Where the SQLite event log (and, by default, the camera's calibration) lives."""
 
-MAX_STAKE = 10_000
-"""The largest stake (底分) a table may play for; anything larger is a typo."""
-
-STAKE_DECIMALS = 4
-"""A stake has at most this many decimal places, so that every payment is exact in the log."""
-
 MAX_FILE_BYTES = 1 << 20
 """A config file is a few kilobytes; a larger one is the wrong file (a log, a photo)."""
-
-_STAKE_TEXT = re.compile(r"[0-9]{1,5}(?:\.[0-9]{1,4})?")
-"""A stake as a decimal string: ASCII digits only (not '١', not '1_000', not '1e9'), and short,
-so that no string can make a huge Fraction."""
 
 
 class ConfigFileError(ConfigError):
@@ -226,22 +218,14 @@ def _raw(cfg: TableConfig) -> dict[str, dict[str, Any]]:
 
 def _stake(value: object) -> Fraction:
     """A stake as an exact Fraction: a positive int, a decimal string ("0.5"), or a float as
-    written (0.5); above 0, at most :data:`MAX_STAKE`, at most 4 decimal places."""
-    exact: Fraction | None = None
-    if isinstance(value, Fraction):
-        exact = value
-    elif isinstance(value, int) and not isinstance(value, bool):
-        exact = Fraction(value)
-    elif isinstance(value, float | str):
-        text = repr(value) if isinstance(value, float) else value
-        if _STAKE_TEXT.fullmatch(text):
-            exact = Fraction(text)
-    if exact is None or not 0 < exact <= MAX_STAKE or (exact * 10**STAKE_DECIMALS).denominator != 1:
+    written (0.5); above 0, at most :data:`MAX_STAKE`, at most 4 decimal places (the rule a
+    win's JSON follows too: :func:`controller.rules.stake.parse_stake`)."""
+    try:
+        return parse_stake(value)
+    except ValueError:
         raise ValueError(
-            f"expected a stake above 0 and at most {MAX_STAKE} with at most {STAKE_DECIMALS} "
-            f'decimal places, such as 1 or "0.5", got {show_value(value)}'
-        )
-    return exact
+            f'expected {STAKE_RULE}, such as 1 or "0.5", got {show_value(value)}'
+        ) from None
 
 
 def _path(value: object, base: Path | None) -> Path:

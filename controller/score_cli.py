@@ -14,6 +14,10 @@ import sys
 from typing import Any
 
 from controller.errors import WinInputError
+from controller.rules.errors import escape, show
+
+MAX_INPUT_CHARS = 1 << 20
+"""A win's JSON is a few hundred characters; several on one discard, a few thousand."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -40,14 +44,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _read_json(path: str) -> Any:
     try:
         if path == "-":
-            text = sys.stdin.read()
+            text = sys.stdin.read(MAX_INPUT_CHARS + 1)
         else:
             with open(path, encoding="utf-8") as f:
-                text = f.read()
+                text = f.read(MAX_INPUT_CHARS + 1)
     except OSError as exc:
-        raise WinInputError(f"cannot read {path}: {exc.strerror}", field="file") from None
+        why = exc.strerror or type(exc).__name__
+        raise WinInputError(f"cannot read {escape(path)}: {why}", field="file") from None
     except UnicodeDecodeError:
-        raise WinInputError(f"{path} is not UTF-8 text", field="file") from None
+        raise WinInputError(f"{escape(path)} is not UTF-8 text", field="file") from None
+    except ValueError:  # a NUL in the name (only a caller in this process can pass one)
+        raise WinInputError(f"no file is named {show(path)}", field="file") from None
+    if len(text) > MAX_INPUT_CHARS:  # /dev/zero, a log, a photo: not a win
+        raise WinInputError(
+            f"longer than {MAX_INPUT_CHARS // 1024}K characters: not a win's JSON", field="input"
+        )
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -72,7 +83,7 @@ def _profile_name(data: Any, override: str | None) -> str:
             if isinstance(item, dict):
                 name = item.get("profile", DEFAULT_PROFILE)
                 if not isinstance(name, str):
-                    raise WinInputError(f"a profile name, not {name!r}", field="profile")
+                    raise WinInputError(f"a profile name, not {show(name)}", field="profile")
                 names.add(name)
     if len(names) > 1:
         raise WinInputError("every win on one discard uses the same profile", field="profile")
@@ -105,8 +116,9 @@ def run_rules(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(doc, ensure_ascii=False, indent=2))
             return 0
-        print(f"{profile.name}: {profile.title}")
-        print(f"  {profile.description}")
+        # a profile file's own text: a control character in it must not reach the terminal
+        print(escape(f"{profile.name}: {profile.title}"))
+        print(escape(f"  {profile.description}"))
         for section, values in doc.items():
             if isinstance(values, dict):
                 print(f"[{section}]")

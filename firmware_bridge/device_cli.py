@@ -15,6 +15,7 @@ import argparse
 import json
 import math
 import os
+import stat
 import sys
 import time
 from typing import Any
@@ -127,6 +128,54 @@ def _port_and_config(args: argparse.Namespace) -> tuple[str, Any]:
     return port, cfg
 
 
+def _check_port(port: str) -> None:
+    """Fail at once, naming the port, where it is a path to nothing or to something that is no
+    serial device: waiting for the table (``connect_timeout``) could not help a one-off
+    command. A URL (``socket://``, ``rfc2217://``) is left to the link to try."""
+    from firmware_bridge.config import escape
+    from firmware_bridge.errors import LinkDown
+
+    shown = escape(port)
+    if "://" in port:
+        scheme = port.partition("://")[0]
+        if not scheme.isidentifier() or not _url_handler(scheme):
+            raise LinkDown(
+                f"{shown} is not a serial port URL: a device path, or socket://host:port"
+            )
+        return
+    if os.name != "posix":  # COM3 is no path
+        return
+    try:
+        mode = os.stat(port).st_mode
+    except PermissionError as exc:  # a folder on the way closed to this user
+        raise LinkDown(f"cannot reach serial port {shown}: {exc.strerror}") from None
+    except (OSError, ValueError):  # missing, a name too long, a NUL
+        raise LinkDown(
+            f"serial port {shown} does not exist: is the table plugged in and powered? (for "
+            "the simulator, start `mahjong-table sim-mcu` and use the path it prints)"
+        ) from None
+    if not stat.S_ISCHR(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "a file"
+        raise LinkDown(f"{shown} is {what}, not a serial port")
+    if not os.access(port, os.R_OK | os.W_OK):
+        raise LinkDown(f"no permission to open {shown}: add this user to the 'dialout' group")
+
+
+def _url_handler(scheme: str) -> bool:
+    """Whether pyserial opens URLs of ``scheme`` (``socket``, ``rfc2217``, ``loop``, ...)."""
+    import importlib.util
+
+    import serial
+
+    for package in serial.protocol_handler_packages:
+        try:
+            if importlib.util.find_spec(f"{package}.protocol_{scheme}") is not None:
+                return True
+        except (ImportError, ValueError):
+            continue
+    return False
+
+
 def _print(args: argparse.Namespace, human: str, **data: Any) -> None:
     if args.json:
         print(json.dumps({"command": args.device_command, **data}, ensure_ascii=False))
@@ -150,20 +199,21 @@ def run(args: argparse.Namespace) -> int:
     mask = _mask(args.mask) if args.device_command == "lights" else 0
     if args.device_command == "lights" and not 0 <= args.level <= 255:
         raise BridgeConfigError("lights: level must be 0-255")
-    with TableDevice(port, config=cfg) as dev:
-        try:
+    try:
+        _check_port(port)
+        with TableDevice(port, config=cfg) as dev:
             dev.wait_ready()
             return _COMMANDS[args.device_command](args, dev, mask)
-        except DeviceError as exc:
-            if not args.json:
-                raise
-            data: dict[str, Any] = {"ok": False, "error": str(exc), "type": type(exc).__name__}
-            if isinstance(exc, CommandFailed):
-                data.update(reason=exc.reason, fault=exc.fault)
-            if isinstance(exc, CommandTimeout):
-                data.update(maybe_executed=exc.maybe_executed)
-            _print(args, "", **data)
-            return 3
+    except DeviceError as exc:
+        if not args.json:
+            raise
+        data: dict[str, Any] = {"ok": False, "error": str(exc), "type": type(exc).__name__}
+        if isinstance(exc, CommandFailed):
+            data.update(reason=exc.reason, fault=exc.fault)
+        if isinstance(exc, CommandTimeout):
+            data.update(maybe_executed=exc.maybe_executed)
+        _print(args, "", **data)
+        return 3
 
 
 def _identify(args: argparse.Namespace, dev: Any, _: int) -> int:

@@ -38,7 +38,8 @@ class CommandTimeout(DeviceError):
 
     ``maybe_executed`` is False when the command was withdrawn before it ever left the host
     (the table certainly did not run it); True when it was sent and the table may still have
-    carried it out, in which case check :meth:`TableDevice.status` before retrying.
+    carried it out, in which case check :meth:`TableDevice.status` before retrying. A command
+    that never left because the link was down all along raises :class:`LinkDown` instead.
     """
 
     def __init__(self, message: str, *, command: str, maybe_executed: bool) -> None:

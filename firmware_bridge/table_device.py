@@ -443,11 +443,30 @@ class TableDevice:
         if not self._ready.is_set():
             if self._fatal is not None:
                 raise self._fatal
-            raise LinkDown(f"the table at {self.port_url} did not answer: {self._last_error}")
+            raise LinkDown(self._why_not_ready(t))
         if self._fatal is not None:
             raise self._fatal
         assert self._identity is not None
         return self._identity
+
+    def _why_not_ready(self, waited: float) -> str:
+        """Why the link is not up after ``waited`` seconds, for a message: the port could not
+        be opened or was lost (its own reason), or it is open and the MCU has not answered."""
+        with self._lock:
+            opened = self._port.is_open and not self._port_broken
+            phase, heard, last = self._phase, self._last_rx, self._last_error
+            since = self._phase_since
+        if not opened:
+            return f"the table at {self.port_url} is not reachable: {last}"
+        if phase == "handshake" or heard >= since:
+            return (
+                f"the MCU on {self.port_url} answered but did not finish the handshake within "
+                f"{waited:g} s"
+            )
+        return (
+            f"the MCU did not answer on {self.port_url} within {waited:g} s: is this the "
+            f"table's port, at {self.config.baudrate} baud, with the firmware running?"
+        )
 
     # --- state for callers -------------------------------------------------------------------
 
@@ -643,8 +662,7 @@ class TableDevice:
             self.counters["timeouts"] += 1
             if never_sent and not self._ready.is_set():
                 err: BaseException = LinkDown(
-                    f"{pc.name}: the table at {self.port_url} is not reachable "
-                    f"({self._last_error}); nothing was sent"
+                    f"{pc.name}: nothing was sent: {self._why_not_ready(pc.timeout)}"
                 )
             elif never_sent:
                 err = CommandTimeout(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import os
 import struct
@@ -547,3 +548,147 @@ def test_a_dark_16_bit_picture_is_not_brightened_past_its_depth() -> None:
     # pixels under 256 are 8-bit samples in 16-bit words, read as they are
     dark = np.full((20, 20), 200, np.uint16)
     assert int(as_bgr(dark)[0, 0, 0]) == 200
+
+
+# -- pictures too large, cut short or damaged: told before (or instead of) the decoder's words ---
+
+
+def _sof_patched(jpeg: bytes, width: int, height: int) -> bytes:
+    """``jpeg`` whose frame header claims ``width`` x ``height``."""
+    from vision.camera import _JPEG_SOF
+
+    data = bytearray(jpeg)
+    i = 2
+    while data[i + 1] not in _JPEG_SOF:
+        i += 2 + int.from_bytes(data[i + 2 : i + 4], "big")
+    data[i + 5 : i + 9] = struct.pack(">HH", height, width)
+    return bytes(data)
+
+
+def test_the_header_gives_the_size_of_every_kind_of_picture() -> None:
+    from vision.camera import image_header
+
+    picture = np.full((30, 50, 3), 90, np.uint8)
+    for suffix, kind in [(".png", "png"), (".jpg", "jpeg"), (".bmp", "bmp"),
+                         (".webp", "webp"), (".tiff", "tiff")]:  # fmt: skip
+        header = image_header(cv2.imencode(suffix, picture)[1].tobytes())
+        assert header is not None and (header.kind, header.width, header.height) == (kind, 50, 30)
+    lossless = cv2.imencode(".webp", picture, [cv2.IMWRITE_WEBP_QUALITY, 101])[1].tobytes()
+    assert image_header(lossless) is not None and image_header(lossless).width == 50
+    plain = image_header(cv2.imencode(".jpg", picture)[1].tobytes())
+    progressive = cv2.imencode(".jpg", picture, [cv2.IMWRITE_JPEG_PROGRESSIVE, 1])[1].tobytes()
+    assert plain is not None and plain.scalable
+    assert image_header(progressive) is not None and not image_header(progressive).scalable
+    for junk in (b"", b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"RIFF", b"II*\x00\xff\xff", b"x"):
+        assert image_header(junk) is None
+
+
+def test_a_huge_png_is_refused_before_it_is_decoded(tmp_path: Path) -> None:
+    # decoded, 20000 x 20000 took 2.3 GiB: more than a Pi 4 may have
+    (tmp_path / "huge.png").write_bytes(_png_claiming(20000, 20000))
+    decoded = []
+    real = cv2.imdecode
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cv2, "imdecode", lambda *a: decoded.append(a) or real(*a))
+        with pytest.raises(CameraError, match=r"huge\.png cannot be decoded: 20000x20000 pixels"):
+            read_image(tmp_path / "huge.png")
+    assert decoded == []
+
+
+def test_a_large_jpeg_is_decoded_reduced(tmp_path: Path) -> None:
+    img = np.zeros((600, 1000, 3), np.uint8)
+    img[:, :500] = 255
+    (tmp_path / "wide.jpg").write_bytes(cv2.imencode(".jpg", img)[1].tobytes())
+    flags = []
+    real = cv2.imdecode
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cv2, "imdecode", lambda data, f: flags.append(f) or real(data, f))
+        small = read_image(tmp_path / "wide.jpg", max_side=300)
+    assert flags == [cv2.IMREAD_REDUCED_COLOR_4]  # 1000 / 4 = 250: the decoder made it small
+    assert small.shape == (150, 250, 3)
+    assert small[:, :100].mean() > 200 and small[:, -100:].mean() < 50
+    assert read_image(tmp_path / "wide.jpg").shape == (600, 1000, 3)  # under 4096: as it is
+
+
+def test_a_large_png_is_made_smaller_after_decoding(tmp_path: Path) -> None:
+    cv2.imwrite(str(tmp_path / "wide.png"), np.full((500, 1000), 200, np.uint16) * 300)
+    small = read_image(tmp_path / "wide.png", max_side=400)
+    assert small.shape == (200, 400, 3) and small.dtype == np.uint8
+
+
+def test_a_jpeg_too_large_even_reduced_is_refused(tmp_path: Path) -> None:
+    jpeg = cv2.imencode(".jpg", np.zeros((16, 16, 3), np.uint8))[1].tobytes()
+    (tmp_path / "wide.jpg").write_bytes(_sof_patched(jpeg, 60000, 100))
+    with pytest.raises(CameraError, match=r"60000x100 pixels is too large"):
+        read_image(tmp_path / "wide.jpg")
+    progressive = cv2.imencode(
+        ".jpg", np.zeros((16, 16, 3), np.uint8), [cv2.IMWRITE_JPEG_PROGRESSIVE, 1]
+    )[1].tobytes()
+    (tmp_path / "deep.jpg").write_bytes(_sof_patched(progressive, 10000, 10000))
+    with pytest.raises(CameraError, match=r"10000x10000 pixels is too large"):
+        read_image(tmp_path / "deep.jpg")
+
+
+def test_a_png_cut_short_is_told_without_libpngs_own_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    good = cv2.imencode(".png", np.random.default_rng(0).integers(0, 255, (60, 80, 3), np.uint8))
+    data = good[1].tobytes()
+    (tmp_path / "cut.png").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CameraError, match=r"cut\.png is cut short"):
+        read_image(tmp_path / "cut.png")
+    assert capfd.readouterr().err == ""
+
+
+def test_what_the_decoder_says_of_a_damaged_picture_goes_into_the_message(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    data = bytearray(
+        cv2.imencode(".png", np.random.default_rng(1).integers(0, 255, (60, 80, 3), np.uint8))[1]
+    )
+    at = data.index(b"IDAT")
+    length = int.from_bytes(data[at - 4 : at], "big")
+    for i in range(at + 4 + 20, at + 4 + 120):  # damage the data, keep the checksum right
+        data[i] ^= 0x55
+    data[at + 4 + length : at + 8 + length] = struct.pack(
+        ">I", zlib.crc32(data[at : at + 4 + length])
+    )
+    (tmp_path / "damaged.png").write_bytes(bytes(data))
+    with pytest.raises(CameraError, match=r"damaged\.png is not a readable image.*libpng error"):
+        read_image(tmp_path / "damaged.png")
+    assert capfd.readouterr().err == ""
+
+
+def test_other_output_on_stderr_while_decoding_is_kept(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cv2.imwrite(str(tmp_path / "p.png"), _solid(90))
+    real = cv2.imdecode
+
+    def talking(data: np.ndarray, flags: int) -> np.ndarray:
+        os.write(2, b"another thread's line\n")
+        os.write(2, b"libpng warning: iCCP: known incorrect sRGB profile\n")
+        return real(data, flags)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cv2, "imdecode", talking)
+        assert read_image(tmp_path / "p.png").shape == (48, 64, 3)
+    assert capfd.readouterr().err == "another thread's line\n"
+
+
+@given(
+    st.sampled_from([b"\x89PNG\r\n\x1a\n", b"\xff\xd8", b"BM", b"RIFF\0\0\0\0WEBP", b"II*\x00"]),
+    st.binary(max_size=64),
+)
+def test_any_bytes_behind_a_known_signature_give_a_header_or_none(
+    start: bytes, rest: bytes
+) -> None:
+    from vision.camera import ImageHeader, image_header
+
+    header = image_header(start + rest)
+    assert header is None or isinstance(header, ImageHeader)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "x.img"
+        path.write_bytes(start + rest)
+        with contextlib.suppress(CameraError):
+            read_image(path)

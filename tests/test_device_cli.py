@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -98,6 +99,43 @@ def test_unreachable_port_exits_3(tmp_path, capsys) -> None:
     code, _, err = run(capsys, "--port", str(tmp_path / "gone"), "--timeout", "0.5", "status")
     assert code == 3
     assert "does not exist" in err
+
+
+@pytest.mark.parametrize(
+    ("port", "words"),
+    [
+        ("/nonexistent", "serial port /nonexistent does not exist"),
+        ("x" * 300, "does not exist"),  # a name too long for a file
+        ("/x\x1b[31m", "serial port /x\\x1b[31m does not exist"),
+        (".", ". is a folder, not a serial port"),
+        (__file__, "is a file, not a serial port"),
+        ("nosuch://host:1", "nosuch://host:1 is not a serial port URL"),
+    ],
+)
+def test_a_port_that_cannot_be_one_fails_at_once(port, words, capsys) -> None:
+    """Without --timeout the table is waited for 10 s; no wait makes a missing port appear."""
+    start = time.monotonic()
+    code, out, err = run(capsys, "--port", port, "status")
+    assert time.monotonic() - start < 2
+    assert code == 3 and out == ""
+    assert err.count("\n") == 1 and words in err, err
+    code, out, err = run(capsys, "--port", port, "--json", "identify")
+    assert code == 3 and err == ""
+    data = json.loads(out)
+    assert data["ok"] is False and data["type"] == "LinkDown" and words in data["error"]
+
+
+def test_a_port_where_nothing_answers_says_so(capsys) -> None:
+    leader, follower = os.openpty()
+    try:
+        name = os.ttyname(follower)
+        code, _, err = run(capsys, "--port", name, "--timeout", "0.5", "status")
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert code == 3
+    assert f"the MCU did not answer on {name} within 0.5 s" in err
+    assert "not connected yet" not in err
 
 
 def test_watch_prints_events_as_they_come(sim_mcu, capsys) -> None:

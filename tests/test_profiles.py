@@ -62,3 +62,37 @@ def test_missing_and_looping_profiles(tmp_path):
     (tmp_path / "bin.toml").write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ProfileError, match="cannot be read"):
         load_profile(tmp_path / "bin.toml")
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("x" * 251, "no built-in profile 'xxxx"),  # was OSError: file name too long
+        ("x" * 251 + ".toml", "cannot be read: File name too long"),
+        ("a\x00b", "a profile name or a .toml file"),
+        ("", "a profile name or a .toml file"),
+        ("../profiles/shanghai", "no built-in profile"),  # a built-in is named, never a path
+        ("\x1b[31mred", "no built-in profile '\\x1b[31mred'"),
+    ],
+)
+def test_a_name_that_cannot_be_a_profile_is_a_profile_error(name, words):
+    with pytest.raises(ProfileError) as err:
+        load_profile(name)
+    text = str(err.value)
+    assert words in text and text.isprintable() and len(text) < 400, text
+
+
+def test_a_profile_file_that_is_a_folder_too_large_or_named_oddly(tmp_path):
+    (tmp_path / "dir.toml").mkdir()
+    with pytest.raises(ProfileError, match="is a folder"):
+        load_profile(tmp_path / "dir.toml")
+    (tmp_path / "big.toml").write_text("# " + "x" * (2 << 20))
+    with pytest.raises(ProfileError, match="larger than 1024 KiB"):
+        load_profile(tmp_path / "big.toml")
+    odd = tmp_path / "a\nb.toml"
+    with pytest.raises(ProfileError) as err:
+        load_profile(odd)
+    assert "a\\nb.toml not found" in str(err.value)
+    (tmp_path / "child.toml").write_text(f'extends = "{"y" * 300}.toml"\nname = "c"\n')
+    with pytest.raises(ProfileError, match="File name too long"):
+        load_profile(tmp_path / "child.toml")

@@ -571,6 +571,26 @@ def test_missing_port_is_explained(tmp_path) -> None:
             dev.roll_dice(timeout=0.3)
 
 
+def test_a_port_where_the_mcu_never_answers_says_so() -> None:
+    """docs/protocol.md section 3: a command that never left because the link was down all
+    along raises LinkDown (nothing was sent), not CommandTimeout; and the port opened, so the
+    reason is the MCU's silence, not "not connected yet"."""
+    leader, follower = os.openpty()
+    try:
+        name = os.ttyname(follower)
+        with TableDevice(name, config=CFG) as dev:
+            with pytest.raises(LinkDown, match=f"the MCU did not answer on {name} within 0.5 s"):
+                dev.wait_ready(0.5)
+            with pytest.raises(LinkDown) as err:
+                dev.roll_dice(timeout=0.3)
+            assert not isinstance(err.value, CommandTimeout)
+            assert "nothing was sent" in str(err.value) and "did not answer" in str(err.value)
+            assert "not connected yet" not in str(err.value)
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
 def test_protocol_version_mismatch_is_refused(sim_mcu, monkeypatch) -> None:
     sim = sim_mcu()
     monkeypatch.setattr(p, "PROTOCOL_VERSION", 99)

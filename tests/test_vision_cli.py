@@ -379,3 +379,21 @@ def test_detect_does_not_take_the_tables_corner_markers_for_tiles(tmp_path, caps
     unsure = TileDetection(27, 0.22, box_of_quad(marker), marker, needs_confirmation=True)
     sure = TileDetection(27, 0.95, box_of_quad(marker), marker)
     assert not_markers([unsure, sure], frame) == [sure]  # read surely, a tile stays
+
+
+def test_detect_says_one_line_of_a_picture_cut_short_or_too_large(photo, tmp_path, capfd):
+    import struct
+    import zlib
+
+    data = photo.read_bytes()
+    (tmp_path / "cut.png").write_bytes(data[: len(data) // 2])
+    ihdr = struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0)
+    chunk = b"IHDR" + ihdr
+    huge = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + chunk
+    huge += struct.pack(">I", zlib.crc32(chunk)) + b"\0\0\0\0IEND\xaeB`\x82"
+    (tmp_path / "huge.png").write_bytes(huge)
+    assert main(["detect", str(tmp_path / "cut.png"), str(tmp_path / "huge.png")]) == 2
+    err = capfd.readouterr().err.splitlines()
+    assert len(err) == 2, err  # libpng's own "libpng error: ..." came first
+    assert "cut.png is cut short" in err[0]
+    assert "huge.png cannot be decoded: 20000x20000 pixels is too large" in err[1]

@@ -275,3 +275,88 @@ def test_to_json_leaves_defaults_out_and_keeps_seat_zero():
         "flowers": ["1f", "2f", "3f", "4f", "5f", "6f", "7f", "8f"],
         "dealer": 0,
     }
+
+
+# -- bad input that used to be taken, or hang, or escape as a traceback ------------------------
+
+
+@pytest.mark.parametrize(
+    "stake",
+    ["1_000", "١", "١٢", "1e3", "1e7", "1e4400", "1e100000000", 1e-4400, "1e-4400", 10_001,
+     "0.00001", 10**4299, " 1", "+1", "1/3", True, [1]],
+    ids=lambda v: ascii(v)[:24],
+)  # fmt: skip
+def test_a_stake_is_a_plain_positive_decimal_like_the_configs(stake):
+    """The table config's rule (controller.rules.stake): "1_000" is not 1000, Arabic-Indic
+    digits are not digits, 1e-4400 is not a stake of -0.0, and no text makes a huge Fraction
+    (``"1e100000000"`` took forever)."""
+    with pytest.raises(MahjongTableError) as err:
+        win_from_json(with_(stake=stake))
+    assert err.value.field == "stake"
+    assert "at most 4 decimal places" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("stake", "exact"),
+    [(1, 1), ("2", 2), (0.5, Fraction(1, 2)), ("0.5", Fraction(1, 2)), ("1/2", Fraction(1, 2))],
+)
+def test_the_stakes_a_win_takes(stake, exact):
+    assert win_from_json(with_(stake=stake)).stake == exact
+
+
+def test_a_win_built_in_code_has_a_stake_in_range():
+    from controller.rules import Hand, Win, WinInputError
+
+    hand = Hand.parse("123m 456m 789m EEE 5p +5p")
+    for stake in (10_001, 10**5000, -(10**5000), Fraction(-1, 2)):
+        with pytest.raises(WinInputError) as err:
+            Win(winner=0, hand=hand, how="self_draw", stake=stake)
+        assert err.value.field == "stake" and len(str(err.value)) < 200
+
+
+@pytest.mark.parametrize(
+    "missed",
+    [["C"] * 6, ["5p"] * 5, "CCC", ["E"] * 2],  # C: two held; E: three in the pung
+)
+def test_no_more_copies_of_a_tile_are_passed_on_than_exist(missed):
+    with pytest.raises(MahjongTableError) as err:
+        win_from_json(with_(missed_tiles=missed))
+    assert err.value.field == "missed_tiles"
+    assert "four of each tile" in str(err.value)
+
+
+def test_tiles_passed_on_up_to_the_four_that_exist_are_taken():
+    assert win_from_json(with_(missed_tiles=["5p"] * 4)).missed_tiles == (Tile.P5,) * 4
+    assert win_from_json(with_(missed_tiles="CC")).missed_tiles == (Tile.RED, Tile.RED)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"a\nb": 1}, "'a\\nb'"),
+        ({"\x1b[31mred": 1}, "'\\x1b[31mred'"),
+        ({"win": {"type": "discard", "from": 3, "\x1b]0;x\x07": 1}}, "win.'\\x1b]0;x\\x07'"),
+        (
+            {"melds": [{"kind": "pung", "tiles": "EEE", "from": 1, "x\ny": 1}]},
+            "melds[0].'x\\ny'",
+        ),
+        ({"discarder_ready": None, "discarder_hand": {"\r": 1}}, "discarder_hand.'\\r'"),
+    ],
+)
+def test_a_field_name_is_echoed_quoted(changes, field):
+    """A key holding a line break or an escape sequence cannot split the error in two or
+    recolour the terminal."""
+    with pytest.raises(MahjongTableError) as err:
+        win_from_json(with_(**changes))
+    assert err.value.field == field
+    assert str(err.value).isprintable()
+
+
+def test_a_value_is_echoed_quoted_and_short():
+    with pytest.raises(MahjongTableError) as err:
+        win_from_json(with_(after_kong="\x1b[2J" + "x" * 10_000))
+    text = str(err.value)
+    assert text.isprintable() and "\\x1b[2J" in text and len(text) < 200
+    with pytest.raises(MahjongTableError) as err:
+        win_from_json(with_(winner=10**4000))
+    assert "an integer of" in str(err.value)

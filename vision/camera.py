@@ -27,11 +27,16 @@ iteration over a source treats as the normal end.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import math
 import os
 import stat
+import struct
+import sys
+import tempfile
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -126,10 +131,149 @@ def as_bgr(image: Any, what: str = "the picture", min_side: int = 8) -> np.ndarr
     return np.ascontiguousarray(image)
 
 
-def read_image(path: str | os.PathLike[str]) -> np.ndarray:
+MAX_SIDE = 4096
+""":func:`read_image` reads a larger picture reduced, to at most this many pixels on its long
+side: the tiles stay many pixels wide, and a Pi's memory is spared."""
+
+MAX_DECODE_PIXELS = 40_000_000
+"""The most pixels a picture that cannot be decoded reduced (a PNG, a progressive JPEG, a
+TIFF) may have: it is decoded whole before it is made smaller, 120 MB at 8 bits a colour."""
+
+MAX_JPEG_SIDE = 8 * MAX_SIDE
+"""The longest side of a plain JPEG, which the decoder reduces by up to 8 as it reads."""
+
+MAX_IMAGE_BYTES = 256 << 20
+"""The largest image file :func:`read_image` reads (a camera's photo is a few megabytes)."""
+
+
+@dataclass(frozen=True)
+class ImageHeader:
+    """What an image file's header says, read before anything is decoded: its ``kind``
+    (``"png"``, ``"jpeg"``, ...), its size in pixels, whether the decoder can reduce it as it
+    reads (``scalable``: a plain JPEG), and whether the file is ``complete`` (a PNG read to its
+    end chunk; None where that is not checked)."""
+
+    kind: str
+    width: int
+    height: int
+    scalable: bool = False
+    complete: bool | None = None
+
+
+def image_header(data: bytes) -> ImageHeader | None:
+    """The header of a PNG, JPEG, BMP, WebP or TIFF file's bytes; None for anything else (or a
+    header too damaged to read)."""
+    try:
+        if data.startswith(b"\x89PNG\r\n\x1a\n"):
+            return _png_header(data)
+        if data.startswith(b"\xff\xd8"):
+            return _jpeg_header(data)
+        if data.startswith(b"BM") and len(data) >= 26:
+            size = int.from_bytes(data[14:18], "little")
+            if size == 12:  # OS/2's header
+                w, h = struct.unpack_from("<HH", data, 18)
+            else:
+                w, h = struct.unpack_from("<ii", data, 18)
+            return ImageHeader("bmp", abs(w), abs(h))
+        if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+            return _webp_header(data)
+        if data[:4] in (b"II*\x00", b"MM\x00*"):
+            return _tiff_header(data)
+    except (struct.error, IndexError, ValueError):
+        return None
+    return None
+
+
+def _png_header(data: bytes) -> ImageHeader | None:
+    if data[12:16] != b"IHDR":
+        return None
+    w, h = struct.unpack_from(">II", data, 16)
+    # walk the chunks to IEND: a file cut short is told here, not by libpng on stderr
+    pos, complete = 8, False
+    while pos + 8 <= len(data):
+        length = int.from_bytes(data[pos : pos + 4], "big")
+        kind = data[pos + 4 : pos + 8]
+        end = pos + 12 + length
+        if end > len(data):
+            break
+        if kind == b"IEND":
+            complete = True
+            break
+        pos = end
+    return ImageHeader("png", w, h, complete=complete)
+
+
+_JPEG_SOF = frozenset(
+    {*range(0xC0, 0xC4), *range(0xC5, 0xC8), *range(0xC9, 0xCC), 0xCD, 0xCE, 0xCF}
+)
+"""The markers that start a JPEG frame (SOF0-SOF15 but DHT, JPG and DAC)."""
+
+
+def _jpeg_header(data: bytes) -> ImageHeader | None:
+    pos = 2
+    while pos + 4 <= len(data):
+        if data[pos] != 0xFF:
+            return None
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if marker in (0x01, *range(0xD0, 0xD8)):  # no length
+            pos += 2
+            continue
+        if marker in (0xD9, 0xDA):  # the end, or the scan before any frame header
+            return None
+        length = int.from_bytes(data[pos + 2 : pos + 4], "big")
+        if marker in _JPEG_SOF:
+            h, w = struct.unpack_from(">HH", data, pos + 5)
+            # a plain (sequential) JPEG in one scan is reduced as it is decoded; a progressive
+            # or multi-scan one needs every coefficient of the whole picture first
+            one_scan = data.count(b"\xff\xda", pos) == 1
+            return ImageHeader("jpeg", w, h, scalable=marker in (0xC0, 0xC1, 0xC9) and one_scan)
+        pos += 2 + length
+    return None
+
+
+def _webp_header(data: bytes) -> ImageHeader | None:
+    chunk = data[12:16]
+    if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":
+        w, h = struct.unpack_from("<HH", data, 26)
+        return ImageHeader("webp", w & 0x3FFF, h & 0x3FFF)
+    if chunk == b"VP8L" and data[20] == 0x2F:
+        bits = int.from_bytes(data[21:25], "little")
+        return ImageHeader("webp", (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
+    if chunk == b"VP8X":
+        w = int.from_bytes(data[24:27], "little") + 1
+        h = int.from_bytes(data[27:30], "little") + 1
+        return ImageHeader("webp", w, h)
+    return None
+
+
+def _tiff_header(data: bytes) -> ImageHeader | None:
+    order = "<" if data[:2] == b"II" else ">"
+    (ifd,) = struct.unpack_from(order + "I", data, 4)
+    (count,) = struct.unpack_from(order + "H", data, ifd)
+    size: dict[int, int] = {}
+    for k in range(count):
+        tag, kind, _n = struct.unpack_from(order + "HHI", data, ifd + 2 + 12 * k)
+        if tag in (256, 257):
+            fmt = "H" if kind == 3 else "I"
+            (size[tag],) = struct.unpack_from(order + fmt, data, ifd + 10 + 12 * k)
+    if 256 not in size or 257 not in size:
+        return None
+    return ImageHeader("tiff", size[256], size[257])
+
+
+def read_image(path: str | os.PathLike[str], *, max_side: int = MAX_SIDE) -> np.ndarray:
     """Read an image file as BGR ``uint8``; a clear :class:`CameraError` naming the file if it
     cannot be. A phone photo's EXIF orientation is applied, so the picture stands as the phone
-    showed it (enrolment's grid depends on it)."""
+    showed it (enrolment's grid depends on it).
+
+    A picture longer than ``max_side`` pixels is read reduced to that (a plain JPEG by the
+    decoder itself, so a huge photo never takes its full size in memory); one too large to
+    read at all (more than :data:`MAX_DECODE_PIXELS` that must be decoded whole, a JPEG side
+    over :data:`MAX_JPEG_SIDE`) is refused, as is a file cut short, before anything is
+    decoded. What the image libraries would print on stderr is folded into the message."""
     import cv2
 
     p = Path(path).expanduser()
@@ -141,23 +285,127 @@ def read_image(path: str | os.PathLike[str]) -> np.ndarray:
             raise CameraError(f"{p} is a folder, not an image file")
         if not p.is_file():
             raise CameraError(f"{p} is not a file")
-        data = np.fromfile(p, dtype=np.uint8)
+        if p.stat().st_size > MAX_IMAGE_BYTES:
+            raise CameraError(
+                f"{p} is larger than {MAX_IMAGE_BYTES >> 20} MB: too large for a picture to read"
+            )
+        raw = p.read_bytes()
     except OSError as exc:
         raise CameraError(f"cannot read image {p}: {exc.strerror or exc}") from None
-    # imdecode rather than imread: it reads any path (non-ASCII too) and never aborts on junk.
+    data = np.frombuffer(raw, dtype=np.uint8)
+    unreadable = (
+        f"{p} is not a readable image (empty, truncated or not a JPEG, PNG, BMP, TIFF or WebP file)"
+    )
+    header = image_header(raw)
     # ANYCOLOR|ANYDEPTH keeps grey and 16-bit pictures and, unlike UNCHANGED, honours EXIF
     # orientation.
     flags = cv2.IMREAD_ANYCOLOR | cv2.IMREAD_ANYDEPTH
+    if header is not None:
+        w, h = header.width, header.height
+        if header.complete is False:
+            raise CameraError(f"{p} is cut short: the file ends before the picture does")
+        if w == 0 or h == 0:
+            raise CameraError(unreadable)
+        long_side = max(w, h)
+        if header.scalable and long_side > max_side:
+            if long_side > MAX_JPEG_SIDE:
+                raise CameraError(
+                    f"{p} cannot be decoded: {w}x{h} pixels is too large to read (a JPEG up to "
+                    f"{MAX_JPEG_SIDE} pixels on its long side)"
+                )
+            factor = next(f for f in (2, 4, 8) if -(-long_side // f) <= max_side or f == 8)
+            flags = {
+                2: cv2.IMREAD_REDUCED_COLOR_2,
+                4: cv2.IMREAD_REDUCED_COLOR_4,
+                8: cv2.IMREAD_REDUCED_COLOR_8,
+            }[factor]
+        elif not header.scalable and w * h > MAX_DECODE_PIXELS:
+            raise CameraError(
+                f"{p} cannot be decoded: {w}x{h} pixels is too large to read (at most "
+                f"{MAX_DECODE_PIXELS // 1_000_000} million pixels in a {header.kind.upper()};"
+                " make it smaller first)"
+            )
+    # imdecode rather than imread: it reads any path (non-ASCII too) and never aborts on junk.
+    said: list[str] = []
     try:
-        image = cv2.imdecode(data, flags) if data.size else None
+        with _c_stderr_to(said):
+            image = cv2.imdecode(data, flags) if data.size else None
     except cv2.error as exc:  # a header claiming more pixels than OpenCV will decode, say
         raise CameraError(f"{p} cannot be decoded: {_cv_message(exc)}") from None
     if image is None:
-        raise CameraError(
-            f"{p} is not a readable image (empty, truncated or not a JPEG, PNG, BMP, TIFF"
-            " or WebP file)"
-        )
-    return as_bgr(image, f"image {p}")
+        if said:
+            raise CameraError(f"{unreadable}: {said[-1]}")
+        raise CameraError(unreadable)
+    image = as_bgr(image, f"image {p}")
+    if max(image.shape[:2]) > max_side:  # a picture the decoder could not reduce as it read
+        scale = max_side / max(image.shape[:2])
+        size = (max(1, round(image.shape[1] * scale)), max(1, round(image.shape[0] * scale)))
+        image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+    return image
+
+
+_DECODER_NOISE = (
+    "libpng",
+    "libjpeg",
+    "libtiff",
+    "TIFF",
+    "Corrupt JPEG",
+    "Premature end of JPEG",
+    "Invalid SOS",
+    "Not a JPEG",
+    "Warning",
+    "[ WARN:",
+    "[ERROR:",
+)
+"""How the image libraries' own lines on stderr begin."""
+
+_stderr_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _c_stderr_to(said: list[str]) -> Iterator[None]:
+    """Hold what C code writes on the process's stderr (libpng's "libpng error: ...") while
+    the block runs: the image libraries' lines go into ``said``, for the caller's message, and
+    anything else (another thread's) is written out afterwards. The descriptor is shared by
+    every thread, so one block at a time. Without a stderr or a temporary file to hold it in,
+    the block runs as it is."""
+    with _stderr_lock:
+        saved = held = None
+        try:
+            saved = os.dup(2)
+            held = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the `with held` below
+        except OSError:
+            if saved is not None:
+                os.close(saved)
+            saved = None
+        if saved is None or held is None:
+            yield
+            return
+        with held:
+            with contextlib.suppress(AttributeError, ValueError, OSError):
+                sys.stderr.flush()
+            os.dup2(held.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+                held.seek(0)
+                _sort_out(held.read(1 << 16).decode("utf-8", "replace"), said)
+
+
+def _sort_out(text: str, said: list[str]) -> None:
+    """The image libraries' lines of ``text`` into ``said``; the rest back onto stderr."""
+    other = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(_DECODER_NOISE):
+            said.append(line)
+        elif line:
+            other.append(line)
+    if other:
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            print("\n".join(other), file=sys.stderr)
 
 
 def _cv_message(exc: Exception) -> str:

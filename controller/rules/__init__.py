@@ -25,6 +25,7 @@ from controller.rules.profile import Profile, parse_profile_text
 from controller.rules.report import format_settlement, settlement_to_dict
 from controller.rules.scoring import HandType, Score, is_ready, score_win, winning_tiles
 from controller.rules.settlement import Payment, Settlement, settle
+from controller.rules.stake import MAX_STAKE, parse_stake
 from controller.rules.table import (
     HuangfanCounter,
     WallBreak,
@@ -37,6 +38,7 @@ from controller.rules.tiles import Suit, Tile, format_tiles, parse_tiles
 from controller.rules.win import Win, WinType, meld_from_json, win_from_json, wins_from_json
 
 __all__ = [
+    "MAX_STAKE",
     "Hand",
     "HandError",
     "HandType",
@@ -66,6 +68,7 @@ __all__ = [
     "meld_from_json",
     "next_dealer",
     "parse_profile_text",
+    "parse_stake",
     "parse_tiles",
     "readings",
     "score_win",

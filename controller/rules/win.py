@@ -12,9 +12,10 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-from controller.rules.errors import HandError, MahjongTableError, WinInputError
+from controller.rules.errors import HandError, MahjongTableError, WinInputError, show, show_key
 from controller.rules.hand import Hand
 from controller.rules.melds import SEATS, Meld, MeldKind
+from controller.rules.stake import MAX_STAKE, STAKE_RULE, parse_stake
 from controller.rules.tiles import Tile, format_tiles, parse_tiles
 
 
@@ -63,7 +64,7 @@ class Win:
                 how = WinType(how)
             except ValueError:
                 kinds = ", ".join(k.value for k in WinType)
-                raise WinInputError(f"one of {kinds}, not {how!r}", field="win.type") from None
+                raise WinInputError(f"one of {kinds}, not {show(how)}", field="win.type") from None
             object.__setattr__(self, "how", how)
         if how in (WinType.DISCARD, WinType.ROBBING_KONG):
             if self.discarder is None:
@@ -82,33 +83,40 @@ class Win:
                 "a win in the first go-round (天胡, 地胡) needs to know the dealer", field="dealer"
             )
         if isinstance(self.flowers, bool) or not isinstance(self.flowers, int):
-            raise WinInputError(f"a count of flowers, not {self.flowers!r}", field="flowers")
+            raise WinInputError(f"a count of flowers, not {show(self.flowers)}", field="flowers")
         if not 0 <= self.flowers <= 8:
             raise WinInputError(f"there are eight flowers, not {self.flowers}", field="flowers")
         if self.hand.flowers and len(self.hand.flowers) != self.flowers:
             raise WinInputError("the flower count and the flowers named differ", field="flowers")
         if self.dice is not None and not _good_dice(self.dice):
-            raise WinInputError(f"two dice, each 1-6, not {self.dice!r}", field="dice")
+            raise WinInputError(f"two dice, each 1-6, not {show(self.dice)}", field="dice")
         if (
             isinstance(self.huangfan, bool)
             or not isinstance(self.huangfan, int)
             or self.huangfan < 0
         ):
-            raise WinInputError(f"a count of 0 or more, not {self.huangfan!r}", field="huangfan")
+            raise WinInputError(
+                f"a count of 0 or more, not {show(self.huangfan)}", field="huangfan"
+            )
+        self._check_missed()
         for pair in self.bound_pairs:
             if not isinstance(pair, tuple | list) or len(pair) != 2 or pair[0] == pair[1]:
                 raise WinInputError(
-                    f"[a, b] with two different seats, not {pair!r}", field="bound_pairs"
+                    f"[a, b] with two different seats, not {show(pair)}", field="bound_pairs"
                 )
             for s in pair:
                 _seat(s, "bound_pairs")
         # A whole stake is kept as an int: exact, and much cheaper to multiply than a Fraction.
         if isinstance(self.stake, bool) or not isinstance(self.stake, int | Fraction):
-            raise WinInputError(f"a whole number or a Fraction, not {self.stake!r}", field="stake")
+            raise WinInputError(
+                f"a whole number or a Fraction, not {show(self.stake)}", field="stake"
+            )
+        if not 0 < self.stake <= MAX_STAKE:
+            raise WinInputError(
+                f"above 0 and at most {MAX_STAKE}, not {show(self.stake)}", field="stake"
+            )
         stake = Fraction(self.stake)
         object.__setattr__(self, "stake", stake.numerator if stake.denominator == 1 else stake)
-        if self.stake <= 0:
-            raise WinInputError(f"must be above 0, not {self.stake}", field="stake")
         self._check_hand()
 
     def to_json(self) -> dict[str, Any]:
@@ -150,6 +158,26 @@ class Win:
         if stake != 1:
             out["stake"] = stake.numerator if stake.denominator == 1 else str(stake)
         return out
+
+    def _check_missed(self) -> None:
+        """Each tile exists four times: the copies passed on and those in the winner's hand
+        (concealed, melded, the winning tile) are at most four."""
+        missed = self.missed_tiles
+        if not isinstance(missed, tuple | list) or not all(isinstance(t, Tile) for t in missed):
+            raise WinInputError(f"a list of tiles, not {show(missed)}", field="missed_tiles")
+        held = self.hand.counts
+        for tile in dict.fromkeys(missed):
+            if tile.is_flower:
+                raise WinInputError(
+                    f"a playing tile, not the flower {tile.chinese}", field="missed_tiles"
+                )
+            passed = missed.count(tile)
+            if passed + held[tile] > 4:
+                raise WinInputError(
+                    f"there are four of each tile: {tile.code} passed on {passed} time(s) "
+                    f"with {held[tile]} in the hand",
+                    field="missed_tiles",
+                )
 
     def _check_hand(self) -> None:
         hand = self.hand
@@ -210,7 +238,7 @@ def _good_dice(dice: Any) -> bool:
 
 def _seat(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < SEATS:
-        raise WinInputError(f"a seat is 0-3, not {value!r}", field=name)
+        raise WinInputError(f"a seat is 0-3, not {show(value)}", field=name)
     return value
 
 
@@ -247,10 +275,10 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
     """
     if not isinstance(data, Mapping):
         raise WinInputError(f"a win is a JSON object, not {type(data).__name__}")
-    unknown = sorted(set(data) - _FIELDS)
+    unknown = set(data) - _FIELDS
     if unknown:
         raise WinInputError(
-            f"unknown field (known: {', '.join(sorted(_FIELDS))})", field=unknown[0]
+            f"unknown field (known: {', '.join(sorted(_FIELDS))})", field=_first(unknown)
         )
     win = _required(data, "win")
     if not isinstance(win, Mapping):
@@ -259,10 +287,12 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
         how = WinType(_required(win, "type", "win.type"))
     except ValueError:
         names = ", ".join(w.value for w in WinType)
-        raise WinInputError(f"one of {names}, not {win.get('type')!r}", field="win.type") from None
+        raise WinInputError(
+            f"one of {names}, not {show(win.get('type'))}", field="win.type"
+        ) from None
     extra = set(win) - {"type", "from"}
     if extra:
-        raise WinInputError("unknown field (known: type, from)", field=f"win.{sorted(extra)[0]}")
+        raise WinInputError("unknown field (known: type, from)", field=f"win.{_first(extra)}")
 
     melds = _melds(data.get("melds", []), "melds")
     concealed = _tiles(data.get("concealed", ""), "concealed")
@@ -276,7 +306,7 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
 
     ready = data.get("discarder_ready")
     if ready is not None and not isinstance(ready, bool):
-        raise WinInputError(f"true or false, not {ready!r}", field="discarder_ready")
+        raise WinInputError(f"true or false, not {show(ready)}", field="discarder_ready")
     if "discarder_hand" in data:
         if ready is not None:
             raise WinInputError(
@@ -291,7 +321,7 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
         if extra:
             raise WinInputError(
                 "unknown field (known: concealed, melds)",
-                field=f"discarder_hand.{sorted(extra)[0]}",
+                field=f"discarder_hand.{_first(extra)}",
             )
         # the discarder's hand says only whether they were ready: its kongs' kinds do not count
         d_melds = _melds(dh.get("melds", []), "discarder_hand.melds", scored=False)
@@ -305,13 +335,13 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
     dice = data.get("dice")
     if dice is not None:
         if not isinstance(dice, list | tuple) or len(dice) != 2:
-            raise WinInputError(f"two dice like [2, 5], not {dice!r}", field="dice")
+            raise WinInputError(f"two dice like [2, 5], not {show(dice)}", field="dice")
         dice = tuple(dice)
     pairs = data.get("bound_pairs", [])
     if not isinstance(pairs, list | tuple) or not all(
         isinstance(p, list | tuple) and len(p) == 2 for p in pairs
     ):
-        raise WinInputError(f"a list of [a, b] seat pairs, not {pairs!r}", field="bound_pairs")
+        raise WinInputError(f"a list of [a, b] seat pairs, not {show(pairs)}", field="bound_pairs")
     missed_tiles = _tile_list(data.get("missed_tiles", []), "missed_tiles", _one_tile)
 
     return _field(
@@ -356,29 +386,36 @@ def _required(data: Mapping[str, Any], key: str, name: str | None = None) -> Any
 def _flag(data: Mapping[str, Any], key: str) -> bool:
     v = data.get(key, False)
     if not isinstance(v, bool):
-        raise WinInputError(f"true or false, not {v!r}", field=key)
+        raise WinInputError(f"true or false, not {show(v)}", field=key)
     return v
 
 
 def _stake(v: Any) -> Fraction:
-    if isinstance(v, bool) or not isinstance(v, int | float | str):
-        raise WinInputError(f"a number, not {v!r}", field="stake")
+    # the table's config reads a stake by the same rule; "1/2" is how Win.to_json writes one
     try:
-        return Fraction(str(v))
-    except (ValueError, ZeroDivisionError):
-        raise WinInputError(f"a number, not {v!r}", field="stake") from None
+        return parse_stake(v, fraction_text=True)
+    except ValueError:
+        raise WinInputError(
+            f'{STAKE_RULE}, such as 1, 0.5 or "0.5", not {show(v)}', field="stake"
+        ) from None
+
+
+def _first(keys: Any) -> str:
+    """The first of some unknown keys (a Python caller's may be of any type), as a message
+    may name it: quoted, control characters escaped, unless a plain name."""
+    return min(show_key(k) for k in keys)
 
 
 def _tiles(v: Any, name: str) -> list[Tile]:
     if not isinstance(v, str):
-        raise WinInputError(f"tiles written as text, not {v!r}", field=name)
+        raise WinInputError(f"tiles written as text, not {show(v)}", field=name)
     return _field(name, lambda: parse_tiles(v))
 
 
 def _one_tile(v: Any, name: str) -> Tile:
     tiles = _tiles(v, name)
     if len(tiles) != 1:
-        raise WinInputError(f"one tile, not {v!r}", field=name)
+        raise WinInputError(f"one tile, not {show(v)}", field=name)
     if tiles[0].is_flower:
         raise WinInputError(f"a playing tile, not the flower {tiles[0].chinese}", field=name)
     return tiles[0]
@@ -386,7 +423,7 @@ def _one_tile(v: Any, name: str) -> Tile:
 
 def _flowers(v: Any) -> tuple[list[Tile], int]:
     if isinstance(v, bool):
-        raise WinInputError(f"a count or a list of flowers, not {v!r}", field="flowers")
+        raise WinInputError(f"a count or a list of flowers, not {show(v)}", field="flowers")
     if isinstance(v, int):
         if not 0 <= v <= 8:
             raise WinInputError(f"there are eight flowers, not {v}", field="flowers")
@@ -406,13 +443,13 @@ def _tile_list(v: Any, name: str, one: Any) -> list[Tile]:
         return _tiles(v, name)
     if isinstance(v, list | tuple):
         return [one(t, f"{name}[{i}]") for i, t in enumerate(v)]
-    raise WinInputError(f"tiles as text or a list, not {v!r}", field=name)
+    raise WinInputError(f"tiles as text or a list, not {show(v)}", field=name)
 
 
 def _one_tile_any(v: Any, name: str) -> Tile:
     tiles = _tiles(v, name)
     if len(tiles) != 1:
-        raise WinInputError(f"one flower, not {v!r}", field=name)
+        raise WinInputError(f"one flower, not {show(v)}", field=name)
     return tiles[0]
 
 
@@ -431,18 +468,20 @@ def _meld(m: Any, here: str, *, scored: bool) -> Meld:
     if extra:
         raise WinInputError(
             "unknown field (known: kind, tiles, from, concealed, added)",
-            field=f"{here}.{sorted(map(str, extra))[0]}",  # a Python caller's keys may be any
+            field=f"{here}.{_first(extra)}",
         )
     kind_text = _required(m, "kind", f"{here}.kind")
     concealed = m.get("concealed", False)
     added = m.get("added", False)
     if not isinstance(concealed, bool) or not isinstance(added, bool):
         raise WinInputError("concealed and added are true or false", field=here)
-    kind_name = str(kind_text)
+    if not isinstance(kind_text, str):
+        raise WinInputError(f"a meld kind as text, not {show(kind_text)}", field=f"{here}.kind")
+    kind_name = kind_text
     if concealed or added:
         if kind_name != "kong" or (concealed and added):
             raise WinInputError(
-                f"only a kong is concealed or added (and not both), not {kind_name!r}",
+                f"only a kong is concealed or added (and not both), not {show(kind_name)}",
                 field=here,
             )
         kind_name = (MeldKind.CONCEALED_KONG if concealed else MeldKind.ADDED_KONG).value
@@ -472,7 +511,7 @@ def wins_from_json(data: Any, *, ready_check: Any = None) -> list[Win]:
     if isinstance(data, Mapping) and "wins" in data:
         if set(data) != {"wins"}:
             raise WinInputError(
-                "an object with only a wins list", field=sorted(set(data) - {"wins"})[0]
+                "an object with only a wins list", field=_first(set(data) - {"wins"})
             )
         data = data["wins"]
     if isinstance(data, Mapping):
