@@ -103,9 +103,17 @@ def history_command(args: argparse.Namespace) -> int:
     from controller.table.store import EventLogReader
 
     cfg = load_config(args.config)
+    from controller.rules.errors import escape
+
     path = args.db or log_path(cfg)
-    if not Path(path).exists():
-        print(f"mahjong-table history: no event log at {path}", file=sys.stderr)
+    try:
+        found = Path(path).is_file()
+    except OSError as exc:  # a name too long for a file, say
+        found = False
+        print(f"mahjong-table history: {escape(str(path))}: {exc.strerror}", file=sys.stderr)
+        return EXIT_INPUT
+    if not found:
+        print(f"mahjong-table history: no event log at {escape(str(path))}", file=sys.stderr)
         return EXIT_HARDWARE
     with EventLogReader(path) as reader:
         ledger = build_ledger(reader.events())
@@ -173,7 +181,11 @@ def history_command(args: argparse.Namespace) -> int:
 def _check_port(url: str) -> None:
     from controller.errors import DeviceError
 
-    if "://" not in url and not Path(url).exists():
+    try:
+        there = "://" in url or Path(url).exists()
+    except OSError as exc:
+        raise DeviceError(f"the serial port {url!r} cannot be: {exc.strerror}") from None
+    if not there:
         raise DeviceError(f"the serial port {url} does not exist: is the table's cable plugged in?")
 
 

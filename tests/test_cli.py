@@ -166,18 +166,7 @@ def test_the_fuzz_covers_every_quick_command():
     assert {"score", "rules", "detect", "device", "doctor", "history", "calibrate"} <= set(FUZZED)
 
 
-# known, in a module this change leaves to its owners: `history --db NAME` asks Path.exists,
-# which raises (not answers False) for a name too long for a file
-KNOWN = {
-    "history": pytest.mark.xfail(
-        raises=OSError, strict=False, reason="controller/table_cli.py: --db too long a name"
-    )
-}
-
-
-@pytest.mark.parametrize(
-    "command", [pytest.param(c, marks=KNOWN[c]) if c in KNOWN else c for c in FUZZED]
-)
+@pytest.mark.parametrize("command", FUZZED)
 def test_random_arguments_end_in_an_exit_status_never_a_traceback(command, fuzz_folder):
     argvs = _argvs(COMMANDS[command])
 

@@ -806,18 +806,13 @@ def _seat(value: Any, name: str) -> int:
 
 
 def _stake(value: Any) -> Fraction:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise RequestRefused(f"stake: a whole number or a fraction like '1/2', not {value!r}")
-    text = str(value)
-    if len(text) > 12 or not all(c in "0123456789/." for c in text) or not text:
-        raise RequestRefused(f"stake: a whole number or a fraction like '1/2', not {value!r}")
+    """The stake as the config and a win's JSON take it (one rule for all three)."""
+    from controller.rules.stake import parse_stake
+
     try:
-        stake = Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        raise RequestRefused(f"stake: not a number: {value!r}") from None
-    if not 0 < stake <= 10_000:
-        raise RequestRefused(f"stake: above 0 and at most 10000, not {value!r}")
-    return stake
+        return parse_stake(value, fraction_text=True)
+    except ValueError as exc:
+        raise RequestRefused(f"stake: {exc}") from None
 
 
 def _how(args: dict[str, Any]) -> tuple[str | None, int | None]:
