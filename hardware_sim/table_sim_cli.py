@@ -66,6 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--events", action="store_true", help="with --json, also print every controller event"
     )
+    p.add_argument("--port", type=int, help="the dashboard's port (default: [table] port)")
+    p.add_argument("--host", help="the address the dashboard listens on (default: [table] host)")
+    p.add_argument("--headless", action="store_true", help="no dashboard")
     p.set_defaults(func=sim_command)
 
 

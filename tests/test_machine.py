@@ -130,3 +130,58 @@ def test_requests_that_cannot_be_done_change_nothing():
     with pytest.raises(RequestRefused):
         t.request("fly")
     assert t.c.state.session == 1
+
+
+def _gangkai_question(t: Table) -> ev.QuestionAsked:
+    """Seat 1 lays a flower, then declares a self-draw 6 s later: the timing leaves 杠开 open."""
+    t.start()
+    t.seat(1, "flower", flowers="1f")
+    t.press(1, "win", dt=5)
+    t.press(1, "confirm")
+    t.seat(1, "open_tiles", flowers="1f", open_tiles="1m 2m 3m 4m 5m 6m 7m 8m 9m E E E S S")
+    [q] = t.c.state.open_questions
+    assert (q.kind, q.options) == ("gangkai", [True, False])
+    return q
+
+
+def test_an_answer_must_be_one_of_the_options_and_of_its_type():
+    t = Table()
+    q = _gangkai_question(t)
+    before = t.c.state.copy()
+    for value in (1, 0, "True", None):  # 1 == True in Python, but 1 is not an option
+        with pytest.raises(RequestRefused, match="answer"):
+            t.request("answer", question=q.id, value=value)
+    assert t.c.state == before
+    out = t.request("answer", question=q.id, value=True)
+    assert "answer" in types(out) and "proposed" in types(out)
+    [win] = t.c.state.proposal.wins
+    assert win_from_json(win).after_flower is True
+
+
+def test_can_undo_is_false_once_the_next_hand_is_shuffling():
+    t = Table()
+    t.start()
+    t.request("declare_win", seat=2, how="self_draw")
+    t.seat(2, "open_tiles", open_tiles="1m 1m 1m 2m 3m 4m 5m 6m 7m 8m 9m 9m 9m 5m")
+    assert t.phase == "confirming", t.c.state.phase_reason
+    t.press(0, "confirm")
+    assert t.phase == "idle" and t.c.state.hands_settled == 1
+    assert t.c.state.snapshot()["can_undo"] is True
+    t.press(0, "confirm")  # the dealer starts the next hand
+    assert t.phase == "shuffling"
+    assert t.c.state.snapshot()["can_undo"] is False
+    with pytest.raises(RequestRefused, match="undone"):
+        t.request("undo")
+
+
+@pytest.mark.parametrize("result", [{"die1": 3}, None, [7, 1], "x", [3]])
+def test_dice_that_cannot_be_read_are_rolled_again(result):
+    t = Table()
+    t.request("new_session")
+    t.press(0, "confirm")
+    t.feed(ev.CommandDone, command="prepare_walls", result={"tile_set": 0})
+    t.feed(ev.CommandDone, command="dice", result=result)
+    assert t.phase == "dice" and "roll again" in t.c.state.phase_reason
+    assert t.c.state.pending_command is None
+    out = t.press(2, "confirm")
+    assert [e.command for e in out if isinstance(e, ev.CommandRequested)] == ["dice"]

@@ -197,7 +197,7 @@ class TableController:
         try:
             dice = (int(result[0]), int(result[1]))
             wb = wall_break(s.dealer, dice)
-        except (TypeError, ValueError, IndexError, WinInputError):
+        except (TypeError, ValueError, LookupError, WinInputError):
             self._emit(ev.Learnt(time=self._now, fact="command_over", value=None))
             self._phase("dice", f"the dice read {result!r}: roll again (press confirm)")
             return

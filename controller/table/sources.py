@@ -219,7 +219,10 @@ class CameraLoop:
         recording = _Recording(self.camera)
         try:
             for update in pipeline.watch(
-                recording,  # type: ignore[arg-type] retry_s=self.retry_s, on_error=on_error, should_stop=self._stop.is_set
+                recording,  # type: ignore[arg-type]
+                retry_s=self.retry_s,
+                on_error=on_error,
+                should_stop=self._stop.is_set,
             ):
                 if self.feed._reset.is_set():
                     self.feed._reset.clear()
