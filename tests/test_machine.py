@@ -185,3 +185,14 @@ def test_dice_that_cannot_be_read_are_rolled_again(result):
     assert t.c.state.pending_command is None
     out = t.press(2, "confirm")
     assert [e.command for e in out if isinstance(e, ev.CommandRequested)] == ["dice"]
+
+
+def test_a_pung_laid_is_not_taken_for_a_kong():
+    t = Table()
+    t.start()
+    pung = ev.MeldJson("pung", "555p", 0)
+    t.feed(ev.CameraChanged, seat=1, kind="meld", meld=pung, view_melds=[pung])
+    assert t.c.state.seats[1].last_play == "meld"
+    kong = ev.MeldJson("concealed_kong", "EEEE", None)
+    t.feed(ev.CameraChanged, seat=1, kind="meld", meld=kong, view_melds=[pung, kong])
+    assert t.c.state.seats[1].last_play == "kong"

@@ -255,7 +255,7 @@ class TableController:
 
     def _on_camera_changed(self, e: ev.CameraChanged) -> None:
         change = e.kind
-        if e.meld is not None and e.kind in ("meld", "meld_changed") and len(e.meld.tiles) == 4:
+        if e.meld is not None and e.kind in ("meld", "meld_changed") and _is_kong(e.meld):
             change = "kong"
         flags = list(e.view_notes)
         if e.flagged and e.note and e.note not in flags:
@@ -778,6 +778,16 @@ def _build(hand: Hand, fields: dict[str, Any]) -> Win | None:
         return Win(hand=hand, **fields)
     except (WinInputError, HandError):
         return None
+
+
+def _is_kong(meld: ev.MeldJson) -> bool:
+    """A kong by its kind, or by its four tiles (the notation writes "5555p", not four codes)."""
+    if "kong" in meld.kind:
+        return True
+    try:
+        return len(parse_tiles(meld.tiles)) == 4
+    except HandError:
+        return False
 
 
 def _bound_pairs(seats: list[SeatState]) -> set[tuple[int, int]]:
