@@ -50,6 +50,7 @@ from controller.rules import Meld, MeldKind, Tile, WinType
 from controller.rules.report import settlement_to_dict
 from controller.rules.tiles import format_tiles, parse_tiles
 from controller.table import events as ev
+from controller.table.ledger import amount_json, parse_amount
 from controller.table.runtime import TableRuntime
 from controller.table.sources import CameraFeed, device_events, panel_events
 from controller.table.store import EventLog
@@ -158,11 +159,7 @@ class HandReport:
 
 
 def _amounts(payments: dict[str, Any]) -> dict[str, Fraction]:
-    return {str(k): Fraction(str(v)) for k, v in payments.items()}
-
-
-def _money(x: Fraction) -> int | str:
-    return x.numerator if x.denominator == 1 else str(x)
+    return {str(k): parse_amount(v) for k, v in payments.items()}
 
 
 def _meld_json(m: Meld) -> dict[str, Any]:
@@ -894,7 +891,7 @@ class TableSim:
         settled = self._wait_after(mark, lambda e: isinstance(e, ev.HandSettled), "settle")
         assert isinstance(settled, ev.HandSettled)
         report.outcome = "settled"
-        report.settled = {k: _money(v) for k, v in _amounts(settled.payments).items()}
+        report.settled = {k: amount_json(v) for k, v in _amounts(settled.payments).items()}
         truth_dealer = played.settlement.next_dealer
         self.dealer = self.dealer if truth_dealer is None else truth_dealer
         self.huangfan = played.settlement.huangfan_next
@@ -979,7 +976,7 @@ def _why(
 ) -> str:
     """What differed between the controller's settlement and the truth, field by field."""
     pay = ", ".join(
-        f"seat {k} {_money(proposed.get(k, Fraction(0)))} (truly {_money(truth[k])})"
+        f"seat {k} {amount_json(proposed.get(k, Fraction(0)))} (truly {amount_json(truth[k])})"
         for k in sorted(truth)
         if proposed.get(k) != truth[k]
     )

@@ -30,7 +30,7 @@ from controller.table.ledger import (
 from webui import get_dashboard
 from webui.auth import is_admin
 from webui.http_errors import ApiError, parse_body
-from webui.openapi import document
+from webui.openapi import ACTIONS, document
 from webui.stream import StreamFull
 
 __all__ = ["ACTIONS", "ADMIN_ACTIONS", "BY_HEADER", "bp"]
@@ -39,20 +39,6 @@ log = logging.getLogger(__name__)
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
-ACTIONS = (
-    "start_hand",
-    "retry",
-    "declare_win",
-    "declare_drawn",
-    "answer",
-    "correct",
-    "confirm",
-    "undo",
-    "new_session",
-    "clear_fault",
-)
-"""What the dashboard may ask the controller (``controller.table.machine``'s ``_request_*``);
-anything else is refused here, before the controller sees it."""
 
 ADMIN_ACTIONS = frozenset({"new_session", "undo"})
 """Actions that change what players owe after the table agreed it: admin login only."""

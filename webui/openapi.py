@@ -27,7 +27,7 @@ def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 CSRF = [{"csrf": []}]
 
-_ACTION_NAMES = [
+ACTIONS = (
     "start_hand",
     "retry",
     "declare_win",
@@ -38,7 +38,9 @@ _ACTION_NAMES = [
     "undo",
     "new_session",
     "clear_fault",
-]
+)
+"""What the dashboard may ask the controller (``controller.table.machine``'s ``_request_*``);
+anything else is refused before the controller sees it."""
 
 _NUMBER = {"name": "number", "in": "path", "required": True, "schema": {"type": "integer"}}
 
@@ -200,7 +202,7 @@ DOCUMENT: dict[str, Any] = {
                         "name": "action",
                         "in": "path",
                         "required": True,
-                        "schema": {"type": "string", "enum": _ACTION_NAMES},
+                        "schema": {"type": "string", "enum": list(ACTIONS)},
                     },
                     {
                         "name": "X-Table-Device",

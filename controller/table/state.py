@@ -16,6 +16,8 @@ from fractions import Fraction
 from typing import Any
 
 from controller.table import events as ev
+from controller.table.ledger import amount_json
+from controller.table.ledger import parse_amount as amount
 
 SEATS = 4
 
@@ -28,16 +30,6 @@ PHASES = (
     "reading",  # waiting for the winning hand to be laid open and read
     "confirming",  # the settlement is shown (or a question is open): waiting for a confirm
 )
-
-
-def amount(value: int | str) -> Fraction:
-    """An amount as the events write it (an int, or text such as ``"3/2"``), exactly."""
-    return Fraction(value)
-
-
-def amount_json(value: Fraction | int) -> int | str:
-    value = Fraction(value)
-    return value.numerator if value.denominator == 1 else str(value)
 
 
 @dataclass
