@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +18,7 @@ import pytest
 from controller.errors import StorageError
 from controller.table import events as ev
 from controller.table.machine import RequestRefused, TableController
-from controller.table.runtime import Hardware, TableRuntime, prepare_walls
+from controller.table.runtime import Hardware, TableRuntime, TableStopped, prepare_walls
 from controller.table.store import EventLog, EventLogReader
 from firmware_bridge.errors import CommandFailed, CommandTimeout, LinkDown
 
@@ -527,6 +528,87 @@ def test_a_storage_error_stops_the_controller_with_the_state_from_the_log(make: 
     inputs = runtime.inputs
     press(runtime, 0)  # a stopped table takes no more inputs
     assert runtime.inputs == inputs
+
+
+def test_a_stopped_controller_answers_at_once_and_names_the_storage_failure(make: Make) -> None:
+    log = FailingLog(EventLog(":memory:"))
+    runtime, _ = make(log)
+    new_session(runtime)
+    log.broken = True
+    with pytest.raises(StorageError):
+        runtime.request("start_hand")
+    started = time.monotonic()
+    with pytest.raises(TableStopped, match="disk full") as refused:
+        runtime.request("start_hand", timeout=WAIT_S)
+    assert isinstance(refused.value.__cause__, StorageError)
+    with pytest.raises(TableStopped, match="disk full"):
+        runtime.snapshot()
+    assert time.monotonic() - started < WAIT_S / 2  # not a timeout waited out
+
+
+def test_work_queued_behind_the_storage_failure_is_answered_not_left_waiting(
+    make: Make,
+) -> None:
+    log = FailingLog(EventLog(":memory:"))
+    runtime, _ = make(log)
+    new_session(runtime)
+    log.broken = True
+    release = threading.Event()
+    # hold the controller thread so that requests queue up behind the one that will fail
+    blocker = threading.Thread(target=lambda: runtime.call(release.wait), daemon=True)
+    blocker.start()
+    results: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            runtime.request("start_hand", timeout=WAIT_S)
+        except BaseException as exc:  # the test records what each one got
+            results.append(exc)
+
+    askers = [threading.Thread(target=ask, daemon=True) for _ in range(3)]
+    for t in askers:
+        t.start()
+    deadline = time.monotonic() + WAIT_S
+    while runtime._inbox.qsize() < 3 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    started = time.monotonic()
+    release.set()
+    for t in askers:
+        t.join(WAIT_S)
+    assert time.monotonic() - started < WAIT_S / 2
+    assert len(results) == 3
+    # the first one taken hit the disk; the others were answered that the table stopped
+    assert sorted(type(r).__name__ for r in results) == ["StorageError", *["TableStopped"] * 2]
+
+
+def test_a_stopped_runtime_refuses_requests_at_once(make: Make) -> None:
+    runtime, _ = make()
+    new_session(runtime)
+    runtime.stop()
+    with pytest.raises(TableStopped, match="not running"):
+        runtime.request("start_hand", timeout=WAIT_S)
+    assert runtime.fatal is None
+
+
+def test_a_driver_bug_fails_the_step_and_the_worker_goes_on(
+    make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    hw = FakeHardware(fail={"roll_dice": [ZeroDivisionError("a bug in the driver")]})
+    inputs = Seen()
+    runtime, seen = make(device=hw, on_input=inputs)
+    new_session(runtime)
+    with caplog.at_level(logging.ERROR, logger="controller.table.runtime"):
+        press(runtime, 0)
+        failed = inputs.wait_for(lambda e: isinstance(e, ev.CommandFailed))
+    assert (failed.command, failed.reason) == ("dice", "error")
+    assert "ZeroDivisionError: a bug in the driver" in failed.message
+    assert "the hardware step dice failed" in caplog.text
+    # not a passing condition: the table says so and waits for a player
+    seen.wait_phase("dice", "ZeroDivisionError")
+    # the worker is still there: asked again, the dice roll and the hand starts
+    press(runtime, 0)
+    seen.wait_phase("playing")
+    assert hw.commands().count("roll_dice") == 2
 
 
 def test_a_controller_bug_rebuilds_the_state_from_the_log_and_the_table_goes_on(

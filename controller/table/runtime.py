@@ -25,12 +25,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from controller.errors import DeviceError, StorageError
+from controller.errors import DeviceError, MahjongTableError, StorageError
 from controller.table import events as ev
 from controller.table.machine import ControllerSettings, RequestRefused, TableController
 from controller.table.state import TableState, replay
 
-__all__ = ["Hardware", "TableRuntime"]
+__all__ = ["Hardware", "TableRuntime", "TableStopped"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,11 @@ class Hardware(Protocol):
     def roll_dice(self, timeout: float | None = None) -> Any: ...
     def clear_faults(self, timeout: float | None = None) -> Any: ...
     def set_hand_in_progress(self, in_progress: bool) -> None: ...
+
+
+class TableStopped(MahjongTableError):
+    """The table's controller is not running: stopped, or stopped by the event log failing
+    (then ``__cause__`` is that :class:`StorageError`). Nothing was asked of it."""
 
 
 @dataclass
@@ -126,6 +131,9 @@ class TableRuntime:
         self._thread: threading.Thread | None = None
         self._worker: threading.Thread | None = None
         self._stopped = threading.Event()
+        # taken to queue work that waits for an answer and to stop: nothing is queued once the
+        # controller thread has stopped taking work, so no caller waits out its timeout
+        self._gate = threading.Lock()
         self.fatal: BaseException | None = None
         self.inputs = 0
 
@@ -152,8 +160,9 @@ class TableRuntime:
         self._apply_hand_flag()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stopped.set()
-        self._inbox.put(None)
+        with self._gate:
+            self._stopped.set()
+            self._inbox.put(None)
         self._commands.put(None)
         for t in (self._thread, self._worker):
             if t is not None and t is not threading.current_thread():
@@ -185,14 +194,28 @@ class TableRuntime:
         :class:`RequestRefused` (nothing changed) or :class:`StorageError`."""
         event = ev.Request(time=self.clock(), action=action, args=dict(args or {}), by=by)
         future: Future[list[ev.Event]] = Future()
-        self._inbox.put(_Ask(event, future))
+        self._enqueue(_Ask(event, future))
         return future.result(timeout)
 
     def call(self, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
-        """Run ``fn`` on the controller thread (to read the state consistently)."""
+        """Run ``fn`` on the controller thread (to read the state consistently); raises
+        :class:`TableStopped` at once when the controller is not running."""
         future: Future[Any] = Future()
-        self._inbox.put(_Call(fn, future))
+        self._enqueue(_Call(fn, future))
         return future.result(timeout)
+
+    def _enqueue(self, item: _Ask | _Call) -> None:
+        with self._gate:
+            if self._stopped.is_set():
+                raise self._stopped_error()
+            self._inbox.put(item)
+
+    def _stopped_error(self) -> TableStopped:
+        if self.fatal is not None:
+            err = TableStopped(f"the table controller stopped: {self.fatal}")
+            err.__cause__ = self.fatal
+            return err
+        return TableStopped("the table controller is not running")
 
     def subscribe(self, callback: Callable[[ev.Event], None]) -> Callable[[], None]:
         """Call ``callback`` with every event the controller emits (on its thread: keep it
@@ -223,7 +246,7 @@ class TableRuntime:
                 self.fatal = exc
                 if isinstance(item, _Ask):
                     item.future.set_exception(exc)
-                self._stopped.set()
+                self._shut_inbox()
                 return
             except Exception as exc:  # a bug: keep the table alive, say what happened
                 log.exception("the controller failed on %r", item)
@@ -232,6 +255,20 @@ class TableRuntime:
                 self.controller.state = replay(e for _, e in self.log.events())
                 if isinstance(item, _Ask | _Call) and not item.future.done():
                     item.future.set_exception(exc)
+
+    def _shut_inbox(self) -> None:
+        """Stop taking work, and answer what waits in the queue: nobody waits out a timeout
+        on a controller that will not answer."""
+        with self._gate:
+            self._stopped.set()
+        err = self._stopped_error()
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Ask | _Call) and not item.future.done():
+                item.future.set_exception(err)
 
     def _take(self, item: ev.Event | _Ask | _Call) -> None:
         if isinstance(item, _Call):
@@ -302,7 +339,17 @@ class TableRuntime:
             cmd = self._commands.get()
             if cmd is None:
                 return
-            self.put(self._execute(cmd))
+            try:
+                answer = self._execute(cmd)
+            except Exception as exc:  # a bug in a driver: the step fails, the worker goes on
+                log.exception("the hardware step %s failed", cmd.command)
+                answer = ev.CommandFailed(
+                    time=self.clock(),
+                    command=cmd.command,
+                    reason="error",
+                    message=f"{type(exc).__name__}: {exc}",
+                )
+            self.put(answer)
 
     def _execute(self, cmd: ev.CommandRequested) -> ev.Event:
         if self.device is None:
