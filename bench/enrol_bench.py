@@ -1,7 +1,7 @@
 """Benchmark of enrolment (``mahjong-table enrol``) on the held-out real photos: what showing
 the model a set's own tiles once is worth when it reads those tiles again.
 
-    python bench/enrol_bench.py [--data ../shared/data] [--model DIR] [--split held_out]
+    python -m bench.enrol_bench [--data ../shared/data] [--model DIR] [--split held_out]
 
 Each source photo of the split comes as three copies (the dataset's augmentations: turned,
 cropped, recoloured). For every source and every copy of it, the classifier's last layer is
@@ -14,8 +14,8 @@ one. Printed for both:
 
 - of the tiles found (IoU >= 0.5 with a labelled tile, any label), the share read right, all
   tiles and flowers apart;
-- end to end: tile-level F1 over each photo's labelled area (as in ``bench/vision_bench.py``),
-  all tiles and flowers apart.
+- end to end: tile-level F1 over each photo's labelled area (as in
+  ``python -m bench.vision_bench``), all tiles and flowers apart.
 
 What this measures is an optimistic case of enrolment: the tiles read afterwards are the very
 tiles enrolled, in another copy of the same photo (same light, same camera), and only the
@@ -36,11 +36,9 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from controller.errors import MahjongTableError  # noqa: E402
-from vision.dataset import (  # noqa: E402
+from controller.errors import MahjongTableError
+from controller.exit_codes import ExitCode
+from vision.dataset import (
     LabelledPhoto,
     Prediction,
     load_photos,
@@ -48,10 +46,12 @@ from vision.dataset import (  # noqa: E402
     shared_data_dir,
     tile_f1,
 )
-from vision.enrol import base_head, embed_views, fit_head  # noqa: E402
-from vision.files import why_not_writable  # noqa: E402
-from vision.labels import BACK  # noqa: E402
-from vision.recognizer import TileRecognizer  # noqa: E402
+from vision.enrol import base_head, embed_views, fit_head
+from vision.files import why_not_writable
+from vision.labels import BACK
+from vision.recognizer import TileRecognizer
+
+REPO = Path(__file__).resolve().parent.parent
 
 FLOWERS = 34  # labels from here on are the eight flowers
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args, ap)
     except MahjongTableError as exc:  # no data, no model, an unknown split
         print(f"enrol_bench: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.INPUT
 
 
 def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
@@ -167,7 +167,7 @@ def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     print(f"tiles found per column: {results['trained head']['readings']}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

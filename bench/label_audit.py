@@ -2,10 +2,10 @@
 the worst drawn with the labelled boxes and the detections over it, and a verdict column for
 a person to fill in; then the tile F1 over the photos each verdict names.
 
-    python bench/label_audit.py OUT [--split held_out] [--photos 60] [--model DIR] [--data DIR]
-    python bench/label_audit.py OUT --blind [--photos 40] [--seed 0]
-    python bench/label_audit.py --score OUT/audit.csv [--split held_out] [--model DIR]
-    python bench/label_audit.py --score SHEET --agree SECOND_SHEET
+    python -m bench.label_audit OUT [--split held_out] [--photos 60] [--model DIR] [--data DIR]
+    python -m bench.label_audit OUT --blind [--photos 40] [--seed 0]
+    python -m bench.label_audit --score OUT/audit.csv [--split held_out] [--model DIR]
+    python -m bench.label_audit --score SHEET --agree SECOND_SHEET
 
 The first form writes ``OUT/audit.csv`` (one row per photo, worst tile F1 first: its tiles,
 F1 over the labelled area, misses by cause as :func:`vision.dataset.miss_causes` splits them,
@@ -47,11 +47,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from controller.errors import MahjongTableError  # noqa: E402
-from vision.dataset import (  # noqa: E402
+from controller.errors import MahjongTableError
+from controller.exit_codes import ExitCode
+from vision.dataset import (
     MISS_CAUSES,
     SPLITS,
     LabelledPhoto,
@@ -64,8 +62,8 @@ from vision.dataset import (  # noqa: E402
     shared_data_dir,
     tile_f1,
 )
-from vision.labels import label_name  # noqa: E402
-from vision.recognizer import TileRecognizer  # noqa: E402
+from vision.labels import label_name
+from vision.recognizer import TileRecognizer
 
 VERDICTS = ("fits", "misfit")
 """What an auditor may write in the ``verdict`` column (or leave it empty)."""
@@ -236,8 +234,8 @@ def write_sheet(
         f"<h1>Label audit{', blind' if blind else ', worst tile F1 first'}</h1><p>{legend}</p>"
         "<p>Write <b>fits</b> (the boxes sit on their tiles) or <b>misfit</b> (shifted off "
         "them, or enlarged to take in the neighbours) "
-        "in audit.csv's verdict column for each photo looked at, then run <code>python "
-        f"bench/label_audit.py --score {html.escape(str(out / 'audit.csv'))}</code>.</p>"
+        "in audit.csv's verdict column for each photo looked at, then run <code>python -m "
+        f"bench.label_audit --score {html.escape(str(out / 'audit.csv'))}</code>.</p>"
         + "".join(cells),
         encoding="utf-8",
     )
@@ -370,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     except (AuditError, MahjongTableError, OSError) as exc:  # a bad sheet, no data or model
         print(f"label_audit: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.INPUT
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -383,7 +381,7 @@ def _run(args: argparse.Namespace) -> int:
             f"{len(photos)} {args.split} photos shuffled, the first {drawn} pictured with their "
             f"labels alone: {args.out / 'index.html'}; verdicts go in {args.out / 'audit.csv'}"
         )
-        return 0
+        return ExitCode.OK
     verdicts = {}
     if args.score is not None:
         # a sheet that cannot be read is said before the photos are read; it is checked
@@ -420,7 +418,7 @@ def _run(args: argparse.Namespace) -> int:
                 f"  {name:<12} {int(f['photos']):>4} photos  P {f['precision']:.3f}  "
                 f"R {f['recall']:.3f}  F1 {f['f1']:.3f}  ({int(f['tiles'])} tiles; {misses})"
             )
-        return 0
+        return ExitCode.OK
     ranked_sheet(args.out, photos, preds, drawn)
     whole = tile_f1(list(zip(preds, photos, strict=True)), labelled_area_only=True)
     print(
@@ -428,7 +426,7 @@ def _run(args: argparse.Namespace) -> int:
         f"the worst {drawn} pictured: {args.out / 'index.html'}; verdicts go in "
         f"{args.out / 'audit.csv'}"
     )
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Serial link benchmark: command round trips over a pty, clean and under line faults, beside
 a raw pyserial echo over the same kind of pty (the floor any protocol on this path stands on).
 
-    python bench/link_bench.py [--rounds 10] [--per-round 300] [--pin same|split]
+    python -m bench.link_bench [--rounds 10] [--per-round 300] [--pin same|split]
 
 What is measured, each in the same process run:
 
@@ -38,8 +38,9 @@ import sys
 import time
 from pathlib import Path
 
+from controller.exit_codes import ExitCode
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 MESSAGE = bytes(range(0xA0, 0xA0 + 15))
 
@@ -95,7 +96,8 @@ class Echo:
         import serial
 
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--echo-server"],
+            [sys.executable, "-m", "bench.link_bench", "--echo-server"],
+            cwd=REPO,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -285,7 +287,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.echo_server:
         echo_server()
-        return 0
+        return ExitCode.OK
     if args.pin:
         global PEER_CPUS
         cpus = sorted(os.sched_getaffinity(0))
@@ -336,7 +338,7 @@ def main() -> int:
                 indent=2,
             )
         )
-    return 0 if ok else 1
+    return ExitCode.OK if ok else ExitCode.NO
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Rules engine throughput, side by side with the ``mahjong`` package (riichi rules).
 
     pip install -e '.[bench]'
-    python bench/rules_bench.py [--hands 20000] [--seed 1]
+    python -m bench.rules_bench [--hands 20000] [--seed 1]
 
 1. Full settlement: our ``settle`` (hand division, hand type, 花, raises, doublers, caps, 承包
    and payments) on random valid Shanghai wins, against ``HandCalculator.estimate_hand_value``
@@ -19,13 +19,10 @@ from __future__ import annotations
 import argparse
 import platform
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from controller.exit_codes import ExitCode
 from controller.profiles import load_profile
 from controller.rules import MeldKind, Win, WinType, settle
 from controller.rules.analysis import is_standard
@@ -192,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  same answer on {agree}/{len(counts)}"
         " (is_agari also accepts 七对, which Shanghai does not)"
     )
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Benchmark of the whole camera chain on simulated hands: how often the table is read right,
 and flagged when not, as a hand is laid from the empty table to the winner's hand laid open.
 
-    python bench/sim_hands_bench.py [--hands 20] [--first 0] [--hold 6] [--json PATH]
+    python -m bench.sim_hands_bench [--hands 20] [--first 0] [--hold 6] [--json PATH]
 
 Each hand is :func:`hardware_sim.hand_script.laid_hand` of its seed (the same hand
 ``mahjong-table sim-camera --seed N`` writes): flowers and melds laid one at a time by an arm
@@ -37,17 +37,15 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from hardware_sim.camera import SimCamera  # noqa: E402
-from hardware_sim.hand_script import laid_hand  # noqa: E402
-from vision.calibration import calibrate_from_markers  # noqa: E402
-from vision.files import why_not_writable  # noqa: E402
-from vision.melds import SeatView  # noqa: E402
-from vision.pipeline import TablePipeline  # noqa: E402
-from vision.recognizer import TileRecognizer  # noqa: E402
-from vision.table_scene import TableLayout  # noqa: E402
+from controller.exit_codes import ExitCode
+from hardware_sim.camera import SimCamera
+from hardware_sim.hand_script import laid_hand
+from vision.calibration import calibrate_from_markers
+from vision.files import why_not_writable
+from vision.melds import SeatView
+from vision.pipeline import TablePipeline
+from vision.recognizer import TileRecognizer
+from vision.table_scene import TableLayout
 
 DEFAULT_HANDS = 20
 DEFAULT_HOLD = 6
@@ -183,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         figures = {"first": args.first, "hold": args.hold, "summary": s, "hands": hands}
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

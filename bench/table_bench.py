@@ -3,8 +3,8 @@ table have to ask, how fast does it answer, how much memory does the controller 
 
 ::
 
-    python bench/table_bench.py                    # 100 hands, seed 1; about 40 minutes here
-    python bench/table_bench.py --hands 20 --seed 5 --json out.json
+    python -m bench.table_bench                    # 100 hands, seed 1; about 40 minutes here
+    python -m bench.table_bench --hands 20 --seed 5 --json out.json
 
 It plays ``--hands`` hands flat out with :class:`hardware_sim.table_sim.TableSim` (the
 simulated MCU on a pty, mock GPIO, the simulated camera read by the real vision pipeline, the
@@ -35,8 +35,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from controller.exit_codes import ExitCode
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 
 def controller_only(inputs: Path, log_path: Path) -> dict[str, object]:
@@ -115,7 +116,7 @@ def main() -> int:
                 controller_only(Path(args.controller_only[0]), Path(args.controller_only[1]))
             )
         )
-        return 0
+        return ExitCode.OK
 
     from controller.table.events import event_to_json_text
     from hardware_sim.table_sim import TableSim
@@ -187,7 +188,11 @@ def main() -> int:
         f"({1000 * took / max(1, frames):.0f} ms per frame, everything included)"
     )
     out = subprocess.run(
-        [sys.executable, __file__, "--controller-only", str(work / "inputs.jsonl"), str(db)],
+        [
+            *(sys.executable, "-m", "bench.table_bench", "--controller-only"),
+            *(str(work / "inputs.jsonl"), str(db)),
+        ],
+        cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
@@ -205,7 +210,7 @@ def main() -> int:
             json.dumps({"reports": [r.to_json() for r in reports], "controller": ctl}, indent=1),
             encoding="utf-8",
         )
-    return 1 if wrong or not ctl["same_as_live"] else 0
+    return ExitCode.NO if wrong or not ctl["same_as_live"] else ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -1,16 +1,13 @@
-"""Table-frame figures for ``bench/vision_bench.py``: meld and flower accuracy per seat on
+"""Table-frame figures for ``python -m bench.vision_bench``: meld and flower accuracy per seat on
 rendered table frames, read through the real pipeline (see :mod:`vision.table_eval`).
 
-    python bench/table_frames.py [--frames 20] [--mode frame|seats] [--model DIR]
+    python -m bench.table_frames [--frames 20] [--mode frame|seats] [--model DIR]
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vision import table_eval
 

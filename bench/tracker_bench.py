@@ -1,7 +1,7 @@
 """Benchmark of the table tracker (:class:`vision.tracker.TableTracker`): how often what it
 settles is flagged when right, and left unflagged when wrong, under noisy per-frame reads.
 
-    python bench/tracker_bench.py [--frames 800] [--seed 7] [--scenario NAME ...] [--json PATH]
+    python -m bench.tracker_bench [--frames 800] [--seed 7] [--scenario NAME ...] [--json PATH]
 
 One fixed table (:data:`LAYOUT`: four seats with flowers, pungs, chows, exposed, added and
 concealed kongs, and one hand laid open), laid out once by :class:`vision.table_scene.TableScene`,
@@ -57,18 +57,16 @@ from typing import Any
 import cv2
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from controller.rules.melds import Meld  # noqa: E402
-from controller.rules.tiles import Tile, parse_tiles  # noqa: E402
-from vision.calibration import Calibration  # noqa: E402
-from vision.files import why_not_writable  # noqa: E402
-from vision.labels import BACK  # noqa: E402
-from vision.melds import SeatView, TileRead, group_table  # noqa: E402
-from vision.recognizer import DEFAULT_MODEL_DIR, read_manifest  # noqa: E402
-from vision.table_scene import PlacedOnTable, TableLayout, TableScene  # noqa: E402
-from vision.tracker import BareTest, TableTracker  # noqa: E402
+from controller.exit_codes import ExitCode
+from controller.rules.melds import Meld
+from controller.rules.tiles import Tile, parse_tiles
+from vision.calibration import Calibration
+from vision.files import why_not_writable
+from vision.labels import BACK
+from vision.melds import SeatView, TileRead, group_table
+from vision.recognizer import DEFAULT_MODEL_DIR, read_manifest
+from vision.table_scene import PlacedOnTable, TableLayout, TableScene
+from vision.tracker import BareTest, TableTracker
 
 SCENE_SEED = 5
 DEFAULT_SEED = 7
@@ -412,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
             "scenarios": {r["scenario"]["name"]: r for r in results},
         }
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """How well the classifier reads tiles turned by any angle (tiles tossed askew on a table,
 close-ups taken at a slant), one model or several side by side.
 
-    python bench/turned_bench.py [--data ../shared/data] [--split validation] [MODEL_DIR ...]
+    python -m bench.turned_bench [--data ../shared/data] [--split validation] [MODEL_DIR ...]
 
 Each photo of the split whose labelled boxes stay apart (:func:`vision.dataset.label_overlap`
 under 0.2, so that the boxes fit their tiles) is turned about its centre by each angle on a
@@ -20,13 +20,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from controller.errors import MahjongTableError  # noqa: E402
-from vision.dataset import label_overlap, load_photos, shared_data_dir  # noqa: E402
-from vision.labels import FLOWER_LABELS  # noqa: E402
-from vision.recognizer import TileRecognizer  # noqa: E402
+from controller.errors import MahjongTableError
+from controller.exit_codes import ExitCode
+from vision.dataset import label_overlap, load_photos, shared_data_dir
+from vision.labels import FLOWER_LABELS
+from vision.recognizer import TileRecognizer
 
 ANGLES = (0, 15, 30, 45)
 APART = 0.2
@@ -59,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     except MahjongTableError as exc:  # no data, no model, an unknown split
         print(f"turned_bench: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.INPUT
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -72,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"{args.split} photos whose labels stay apart: {len(photos)}, {tiles} tiles")
     if not tiles:
         print(f"turned_bench: no {args.split} photo to read", file=sys.stderr)
-        return 2
+        return ExitCode.INPUT
     models = args.models or [None]
     readers = [TileRecognizer(m, threads=2) for m in models]
     # a few dozen 640 px photos: read once, not once per angle and model
@@ -92,7 +90,7 @@ def _run(args: argparse.Namespace) -> int:
             cells.append(f"{right / tiles:.3f} (flowers {flower_right / max(1, flowers):.3f})")
         said = (f"{m or 'committed'} {c}" for m, c in zip(models, cells, strict=True))
         print(f"turned {angle:2d}°: " + "; ".join(said))
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Benchmark of the tile recogniser: accuracy on held-out real photos, speed, memory, and the
 ``mahjong-detector`` peer run on the same photos in the same process.
 
-    python bench/vision_bench.py [--data ../shared/data] [--model DIR] [--frames 20]
+    python -m bench.vision_bench [--data ../shared/data] [--model DIR] [--frames 20]
 
 Prints, on the held-out split of the real photos (sources never trained on):
 
@@ -49,11 +49,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from controller.errors import MahjongTableError  # noqa: E402
-from vision.dataset import (  # noqa: E402
+from controller.errors import MahjongTableError
+from controller.exit_codes import ExitCode
+from vision.dataset import (
     CROWDED_LABELS,
     MISS_CAUSES,
     label_overlap,
@@ -63,10 +61,12 @@ from vision.dataset import (  # noqa: E402
     outside_labelled_area,
     shared_data_dir,
 )
-from vision.detection import box_iou  # noqa: E402
-from vision.files import why_not_writable  # noqa: E402
-from vision.labels import BACK, FLOWER_LABELS, label_name  # noqa: E402
-from vision.recognizer import TileRecognizer  # noqa: E402
+from vision.detection import box_iou
+from vision.files import why_not_writable
+from vision.labels import BACK, FLOWER_LABELS, label_name
+from vision.recognizer import TileRecognizer
+
+REPO = Path(__file__).resolve().parent.parent
 
 PEER_NAMES = {"chun": "C", "haku": "P", "hatsu": "F", "nan": "S", "pe": "N", "sha": "W", "tou": "E"}
 
@@ -262,8 +262,6 @@ def table_frames(n: int, seed: int = 0) -> list[tuple[np.ndarray, int]]:
 # VmHWM (the peak resident set of this process's memory) starts afresh at exec, unlike
 # ru_maxrss, which a child inherits from the process that forked it
 MEMORY_PROBE = """
-import sys
-sys.path.insert(0, {repo!r})
 def peak():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
@@ -290,9 +288,10 @@ def peak_memory_mb(model: str | None, frame: np.ndarray) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "frame.png")
         cv2.imwrite(path, frame)
-        code = MEMORY_PROBE.format(repo=str(REPO), model=model, frame=path)
+        model = str(Path(model).resolve()) if model else None  # the probe runs in REPO
+        code = MEMORY_PROBE.format(model=model, frame=path)
         out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
         )
     peak, before = (float(v) for v in out.stdout.split())
     return peak, before
@@ -326,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     except MahjongTableError as exc:  # no data, no model
         print(f"vision_bench: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.INPUT
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -336,7 +335,7 @@ def _run(args: argparse.Namespace) -> int:
         print(
             f"vision_bench: no held-out photos under {args.data / 'real-photos'}", file=sys.stderr
         )
-        return 2
+        return ExitCode.INPUT
     sources = len({p.source for p in photos})
     print(f"held-out real photos: {len(photos)} ({sources} source photos never trained on)")
     figures: dict[str, object] = {"photos": len(photos), "sources": sources}
@@ -558,7 +557,7 @@ def _run(args: argparse.Namespace) -> int:
         figures["table_frames"] = table
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, default=float) + "\n")
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -5,9 +5,9 @@ exposes ``register(subparsers)``, which adds parsers whose ``func`` default take
 arguments and returns the exit status. Registration must stay cheap (no heavy imports at module
 level) so that ``mahjong-table --help`` is instant.
 
-Exit status: 0 success, 1 a negative answer (an invalid win, a failed check), 2 bad input or
-usage (with a message naming what is wrong, never a traceback), 3 hardware or I/O failure, 141
-the output's reader went away (a closed pipe).
+Exit status (the table in :mod:`controller.exit_codes`): 0 success, 1 a negative answer (an
+invalid win, a failed check), 2 bad input or usage (with a message naming what is wrong, never a
+traceback), 3 hardware or I/O failure, 130 Ctrl-C, 141 the output's reader went away.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from controller.errors import DeviceError, MahjongTableError, StorageError, VisionError
+from controller.exit_codes import ExitCode
 
 COMMAND_MODULES: tuple[str, ...] = (
     "controller.score_cli",
@@ -32,13 +33,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "hardware_sim.camera_cli",
     "hardware_sim.table_sim_cli",
 )
-
-EXIT_OK = 0
-EXIT_NO = 1
-EXIT_INPUT = 2
-EXIT_HARDWARE = 3
-EXIT_BROKEN_PIPE = 141
-"""What a shell reports for a program ended by SIGPIPE (128 + 13)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,23 +56,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code = int(args.func(args) or 0)
+        code = int(args.func(args) or ExitCode.OK)
         sys.stdout.flush()  # inside the try: a closed pipe shows up here, not at exit
         return code
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`mahjong-table detect … | head`): say nothing more, and keep
         # Python from complaining as it flushes stdout on the way out
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
+        return ExitCode.BROKEN_PIPE
     except (DeviceError, VisionError, StorageError) as exc:
         print(f"mahjong-table {args.command}: {exc}", file=sys.stderr)
-        return EXIT_HARDWARE
+        return ExitCode.HARDWARE
     except MahjongTableError as exc:
         print(f"mahjong-table {args.command}: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return ExitCode.INPUT
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from controller.errors import WinInputError
+from controller.exit_codes import ExitCode
 from controller.rules.errors import escape, show
 
 MAX_INPUT_CHARS = 1 << 20
@@ -104,7 +105,7 @@ def run_score(args: argparse.Namespace) -> int:
     else:
         print(format_settlement(result))
     # money moved when any win is valid: a co-winner's refused claim does not undo it
-    return 0 if any(r.valid for r in result.results) else 1
+    return ExitCode.OK if any(r.valid for r in result.results) else ExitCode.NO
 
 
 def run_rules(args: argparse.Namespace) -> int:
@@ -115,7 +116,7 @@ def run_rules(args: argparse.Namespace) -> int:
         doc = profile.to_dict()
         if args.json:
             print(json.dumps(doc, ensure_ascii=False, indent=2))
-            return 0
+            return ExitCode.OK
         # a profile file's own text: a control character in it must not reach the terminal
         print(escape(f"{profile.name}: {profile.title}"))
         print(escape(f"  {profile.description}"))
@@ -124,15 +125,15 @@ def run_rules(args: argparse.Namespace) -> int:
                 print(f"[{section}]")
                 for k, v in values.items():
                     print(f"  {k} = {json.dumps(v, ensure_ascii=False)}")
-        return 0
+        return ExitCode.OK
     profiles = [load_profile(n) for n in builtin_names()]
     if args.json:
         print(json.dumps([p.to_dict() for p in profiles], ensure_ascii=False, indent=2))
-        return 0
+        return ExitCode.OK
     print("Built-in profiles (the first is the default):")
     for p in profiles:
         print(f"  {p.name:<18} {p.title}")
         print(f"  {'':<18} {p.description}")
     print("\nShow every option of one: mahjong-table rules NAME")
     print('Write your own: a .toml file with extends = "shanghai" and the keys to change.')
-    return 0
+    return ExitCode.OK

@@ -28,10 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-EXIT_OK = 0
-EXIT_FIX = 1
-EXIT_INPUT = 2
-EXIT_HARDWARE = 3
+from controller.exit_codes import ExitCode
 
 LOG_NAME = "events.sqlite"
 MIN_FREE_MB = 100
@@ -111,10 +108,10 @@ def history_command(args: argparse.Namespace) -> int:
     except OSError as exc:  # a name too long for a file, say
         found = False
         print(f"mahjong-table history: {escape(str(path))}: {exc.strerror}", file=sys.stderr)
-        return EXIT_INPUT
+        return ExitCode.INPUT
     if not found:
         print(f"mahjong-table history: no event log at {escape(str(path))}", file=sys.stderr)
-        return EXIT_HARDWARE
+        return ExitCode.HARDWARE
     with EventLogReader(path) as reader:
         ledger = build_ledger(reader.events())
     sessions = ledger.sessions
@@ -122,25 +119,25 @@ def history_command(args: argparse.Namespace) -> int:
         sessions = [s for s in sessions if s.number == args.session]
         if not sessions:
             print(f"mahjong-table history: no session {args.session} in {path}", file=sys.stderr)
-            return EXIT_INPUT
+            return ExitCode.INPUT
     if args.csv is not None:
         if len(sessions) != 1:
             print(
                 "mahjong-table history: --csv writes one session: add --session N", file=sys.stderr
             )
-            return EXIT_INPUT
+            return ExitCode.INPUT
         try:
             args.csv.write_text(export_csv(sessions[0]), encoding="utf-8-sig")
         except OSError as exc:
             print(
                 f"mahjong-table history: cannot write {args.csv}: {exc.strerror}", file=sys.stderr
             )
-            return EXIT_HARDWARE
+            return ExitCode.HARDWARE
         print(f"session {sessions[0].number}: {len(sessions[0].hands)} hands written to {args.csv}")
-        return EXIT_OK
+        return ExitCode.OK
     if args.json:
         print(json.dumps([export_json(s) for s in sessions], ensure_ascii=False, indent=1))
-        return EXIT_OK
+        return ExitCode.OK
     if not sessions:
         print("no sessions yet")
     for s in sessions:
@@ -172,7 +169,7 @@ def history_command(args: argparse.Namespace) -> int:
         )
         for a, b, x in settle_up(totals):
             print(f"    {names[a]} pays {names[b]} {_money(x)}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 # -- run ---------------------------------------------------------------------------------------
@@ -258,7 +255,7 @@ def run_command(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             pass
         log.info("stopping")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def start_table(cfg: Any, stack: contextlib.ExitStack, on_line: Callable[[str], None]) -> Any:
@@ -330,7 +327,7 @@ def doctor_command(args: argparse.Namespace) -> int:
         bad += not ok
         print(f"{'ok  ' if ok else 'FIX '} {name}: {message}")
     print("all well" if not bad else f"{bad} thing(s) to fix")
-    return EXIT_OK if not bad else EXIT_FIX
+    return ExitCode.OK if not bad else ExitCode.NO
 
 
 def doctor_checks(cfg: Any, *, timeout: float = 5.0) -> list[tuple[str, bool, str]]:

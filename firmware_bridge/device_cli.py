@@ -20,6 +20,8 @@ import sys
 import time
 from typing import Any
 
+from controller.exit_codes import ExitCode
+
 __all__ = ["register"]
 
 COMMANDS = (
@@ -213,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(exc, CommandTimeout):
             data.update(maybe_executed=exc.maybe_executed)
         _print(args, "", **data)
-        return 3
+        return ExitCode.HARDWARE
 
 
 def _identify(args: argparse.Namespace, dev: Any, _: int) -> int:
@@ -232,7 +234,7 @@ def _identify(args: argparse.Namespace, dev: Any, _: int) -> int:
         tiles_per_set=i.tiles_per_set,
         port=dev.port_url,
     )
-    return 0
+    return ExitCode.OK
 
 
 def _set_name(s: int | None) -> str:
@@ -258,7 +260,7 @@ def _status(args: argparse.Namespace, dev: Any, _: int) -> int:
         ok=not s.faults,
         **{k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(s).items()},
     )
-    return 1 if s.faults else 0
+    return ExitCode.NO if s.faults else ExitCode.OK
 
 
 def _shuffle(args: argparse.Namespace, dev: Any, _: int) -> int:
@@ -270,7 +272,7 @@ def _shuffle(args: argparse.Namespace, dev: Any, _: int) -> int:
         tile_set=r.tile_set,
         tiles=r.tiles,
     )
-    return 0
+    return ExitCode.OK
 
 
 def _dice(args: argparse.Namespace, dev: Any, _: int) -> int:
@@ -282,31 +284,31 @@ def _dice(args: argparse.Namespace, dev: Any, _: int) -> int:
         dice=[d.die1, d.die2],
         total=d.total,
     )
-    return 0
+    return ExitCode.OK
 
 
 def _lift(args: argparse.Namespace, dev: Any, _: int) -> int:
     s = dev.lift_walls()
     _print(args, f"walls up: tile set {s}", ok=True, tile_set=s)
-    return 0
+    return ExitCode.OK
 
 
 def _lower(args: argparse.Namespace, dev: Any, _: int) -> int:
     s = dev.lower_walls()
     _print(args, f"walls down: tile set {s}", ok=True, tile_set=s)
-    return 0
+    return ExitCode.OK
 
 
 def _stop(args: argparse.Namespace, dev: Any, _: int) -> int:
     dev.emergency_stop()
     _print(args, "emergency stop: the table is stopped until `mahjong-table device clear`", ok=True)
-    return 0
+    return ExitCode.OK
 
 
 def _clear(args: argparse.Namespace, dev: Any, _: int) -> int:
     dev.clear_faults()
     _print(args, "faults cleared", ok=True)
-    return 0
+    return ExitCode.OK
 
 
 def _lights(args: argparse.Namespace, dev: Any, mask: int) -> int:
@@ -314,7 +316,7 @@ def _lights(args: argparse.Namespace, dev: Any, mask: int) -> int:
     _print(
         args, f"lights: mask 0x{mask:02x}, level {args.level}", ok=True, mask=mask, level=args.level
     )
-    return 0
+    return ExitCode.OK
 
 
 def _describe(ev: Any) -> str:
@@ -377,7 +379,7 @@ def _watch(args: argparse.Namespace, dev: Any, _: int) -> int:
             sys.stdout.flush()
     except KeyboardInterrupt:
         pass
-    return 0
+    return ExitCode.OK
 
 
 _COMMANDS = {

@@ -23,9 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_OK = 0
-EXIT_INPUT = 2
-EXIT_IO = 3
+from controller.exit_codes import ExitCode
+
 FORMATS = ("jpg", "png")
 MAX_SIDE = 4096
 """The largest frame side drawn: beyond it a frame is gigabytes of rendering for nothing."""
@@ -73,10 +72,10 @@ def sim_camera_command(args: argparse.Namespace) -> int:
             raise ValueError(f"--out {args.out} already holds pictures: choose a new folder")
     except ValueError as exc:
         print(f"mahjong-table sim-camera: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return ExitCode.INPUT
     except OSError as exc:
         print(f"mahjong-table sim-camera: --out {args.out}: {exc}", file=sys.stderr)
-        return EXIT_IO
+        return ExitCode.HARDWARE
     created = not args.out.exists()
     wrote: list[Path] = []
     try:
@@ -90,7 +89,7 @@ def sim_camera_command(args: argparse.Namespace) -> int:
                 args.out.rmdir()
         why = exc.strerror or exc
         print(f"mahjong-table sim-camera: cannot write to {args.out}: {why}", file=sys.stderr)
-        return EXIT_IO
+        return ExitCode.HARDWARE
     first = args.out / f"frame-0000.{args.format}"
     print(
         f"wrote {written} frames of one hand to {args.out} (truth in "
@@ -101,7 +100,7 @@ def sim_camera_command(args: argparse.Namespace) -> int:
     )
     for seat in truth["seats"]:
         print(f"  {seat['describe']}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def write_hand(

@@ -17,6 +17,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from controller.exit_codes import ExitCode
+
 __all__ = ["build_server", "load_faults_file", "main", "register"]
 
 
@@ -230,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         return server.run()
     except OSError as exc:
         print(f"mahjong-table sim-mcu: {exc}", file=sys.stderr)
-        return 3
+        return ExitCode.HARDWARE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if isinstance(exc, MahjongTableError):
             print(f"sim-mcu: {exc}", file=sys.stderr)
-            return 2
+            return ExitCode.INPUT
         raise
 
 

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from controller.exit_codes import ExitCode
 from firmware_bridge.framing import FrameDecoder
 from hardware_sim.mcu import SimulatedMcu
 from hardware_sim.mcu_line import LineFaults
@@ -470,4 +471,4 @@ class McuServer:
                 signal.signal(s, h)
             self.stop()
             self.say("bye", "sim-mcu: stopped", **self.snapshot())
-        return 0
+        return ExitCode.OK

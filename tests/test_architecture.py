@@ -70,7 +70,9 @@ def test_rules_are_pure(path):
 def test_bridge_knows_only_bytes_and_pins(path):
     for name in imports_of(path):
         if ours(name):
-            assert name.startswith(("firmware_bridge", "controller.errors")), name
+            assert name.startswith(
+                ("firmware_bridge", "controller.errors", "controller.exit_codes")
+            ), name
 
 
 @pytest.mark.parametrize("path", modules("vision"), ids=lambda p: p.name)
@@ -81,6 +83,7 @@ def test_vision_knows_the_tiles_not_the_scoring(path):
         "controller.rules.melds",
         "controller.errors",
         "controller.rules.errors",
+        "controller.exit_codes",
     )
     for name in imports_of(path):
         if ours(name):
@@ -114,3 +117,9 @@ def test_nothing_imports_the_simulator_but_the_cli_and_tests():
                 continue
             for name in imports_of(path):
                 assert not name.startswith("hardware_sim"), f"{path} imports {name}"
+
+
+def test_the_exit_codes_import_nothing_of_ours():
+    """Every command, the bridge's and the vision package's too, imports the one table of exit
+    codes: it stays a leaf, so importing it can never pull a layer in."""
+    assert {n for n in imports_of(REPO / "controller" / "exit_codes.py") if ours(n)} == set()

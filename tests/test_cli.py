@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controller import cli
+from controller.exit_codes import ExitCode
 
 
 def test_every_command_module_registers():
@@ -51,7 +52,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, capsys):
     moved: list[int] = []
     monkeypatch.setattr(cli.sys, "stdout", ClosedPipe())
     monkeypatch.setattr(cli.os, "dup2", lambda fd, to: moved.append(to))
-    assert cli.main(["rules"]) == cli.EXIT_BROKEN_PIPE == 141
+    assert cli.main(["rules"]) == ExitCode.BROKEN_PIPE == 141
     assert moved == [1]  # stdout pointed at /dev/null: nothing left for Python to complain of
     assert capsys.readouterr().err == ""
 

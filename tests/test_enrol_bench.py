@@ -1,17 +1,11 @@
-"""The enrolment benchmark (bench/enrol_bench.py): its arguments, and how a copy with nothing
+"""The enrolment benchmark (``bench.enrol_bench``): its arguments, and how a copy with nothing
 to enrol is counted."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "enrol_bench", Path(__file__).resolve().parent.parent / "bench" / "enrol_bench.py"
-)
-enrol_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(enrol_bench)
+from bench import enrol_bench
 
 
 @pytest.mark.parametrize(

@@ -1,19 +1,13 @@
 """The label audit sheet: its pictures, its verdicts read back, and the figures per verdict."""
 
 import csv
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bench import label_audit
 from vision.dataset import MISS_CAUSES, LabelledPhoto, tile_f1
-
-_spec = importlib.util.spec_from_file_location(
-    "label_audit", Path(__file__).resolve().parent.parent / "bench" / "label_audit.py"
-)
-label_audit = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(label_audit)
 
 
 def _photo(name: str, boxes, labels, size=(200, 100)) -> LabelledPhoto:

@@ -1,22 +1,13 @@
-"""The simulated-hands benchmark (bench/sim_hands_bench.py): its scoring and a short run."""
+"""The simulated-hands benchmark (``bench.sim_hands_bench``): its scoring and a short run."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
+from bench import sim_hands_bench
 from controller.rules import Meld, MeldKind, Tile
 from vision.melds import MeldView, SeatView
 from vision.table_scene import TableLayout
-
-_spec = importlib.util.spec_from_file_location(
-    "sim_hands_bench", Path(__file__).resolve().parent.parent / "bench" / "sim_hands_bench.py"
-)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["sim_hands_bench"] = bench
-_spec.loader.exec_module(bench)
 
 LAYOUT = TableLayout().with_seat(1, flowers=(Tile(34),), melds=(Meld.of("pung", "EEE", 2),))
 
@@ -28,13 +19,13 @@ def view(flowers=(), melds=(), seat=1) -> SeatView:
 
 def test_a_seat_is_right_only_when_it_holds_exactly_its_layout():
     pung = Meld.of("pung", "EEE", 2)
-    assert bench.seat_right(view((Tile(34),), (pung,)), LAYOUT)
-    assert not bench.seat_right(view((Tile(35),), (pung,)), LAYOUT)  # another flower
-    assert not bench.seat_right(view((Tile(34),), (Meld.of("pung", "EEE", 3),)), LAYOUT)
-    assert not bench.seat_right(view((Tile(34),)), LAYOUT)  # the pung not read
+    assert sim_hands_bench.seat_right(view((Tile(34),), (pung,)), LAYOUT)
+    assert not sim_hands_bench.seat_right(view((Tile(35),), (pung,)), LAYOUT)  # another flower
+    assert not sim_hands_bench.seat_right(view((Tile(34),), (Meld.of("pung", "EEE", 3),)), LAYOUT)
+    assert not sim_hands_bench.seat_right(view((Tile(34),)), LAYOUT)  # the pung not read
     kong = MeldView(MeldKind.PUNG, (Tile.EAST,) * 2, 2, 0.4, True, (0.0, 0.0))  # no meld
-    assert not bench.seat_right(SeatView(1, flowers=(Tile(34),), melds=(kong,)), LAYOUT)
-    assert bench.seat_right(view(seat=0), LAYOUT)
+    assert not sim_hands_bench.seat_right(SeatView(1, flowers=(Tile(34),), melds=(kong,)), LAYOUT)
+    assert sim_hands_bench.seat_right(view(seat=0), LAYOUT)
 
 
 def test_the_summary_counts_what_was_caught():
@@ -44,7 +35,7 @@ def test_the_summary_counts_what_was_caught():
         {"frames": 10, "checkpoints": 4, "exact": 2, "caught": 1, "end_exact": True,
          "end_flagged": True, "changes": 5, "flagged_changes": 0, "ms_per_frame": 30.0},
     ]  # fmt: skip
-    s = bench.summary(hands)
+    s = sim_hands_bench.summary(hands)
     assert s["checkpoints_exact"] == 5 / 8 and s["checkpoints_wrong_caught"] == 2 / 3
     assert (s["ends_exact"], s["ends_wrong_flagged"], s["ends_wrong_unflagged"]) == (1, 1, 0)
     assert s["ends_right_flagged"] == 1 and s["ms_per_frame"] == 25.0
@@ -52,7 +43,10 @@ def test_the_summary_counts_what_was_caught():
 
 def test_a_short_run_end_to_end(tmp_path, capsys):
     out = tmp_path / "figures.json"
-    assert bench.main(["--hands", "1", "--first", "3", "--hold", "5", "--json", str(out)]) == 0
+    assert (
+        sim_hands_bench.main(["--hands", "1", "--first", "3", "--hold", "5", "--json", str(out)])
+        == 0
+    )
     figures = json.loads(out.read_text())
     (hand,) = figures["hands"]
     # seed 3's hand is read exactly at every step with the committed model

@@ -1,27 +1,18 @@
-"""The tracker benchmark (bench/tracker_bench.py): its scoring, its noise, and a short run end
+"""The tracker benchmark (``bench.tracker_bench``): its scoring, its noise, and a short run end
 to end."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bench import tracker_bench
 from controller.rules.melds import Meld, MeldKind
 from controller.rules.tiles import Tile
 from vision.melds import MeldView, SeatView, TileRead
 from vision.table_scene import TableLayout, TableScene
-
-_spec = importlib.util.spec_from_file_location(
-    "tracker_bench", Path(__file__).resolve().parent.parent / "bench" / "tracker_bench.py"
-)
-tracker_bench = importlib.util.module_from_spec(_spec)
-sys.modules["tracker_bench"] = tracker_bench  # its dataclasses look their module up there
-_spec.loader.exec_module(tracker_bench)
 
 QUAD = np.array([[0.0, 0.0], [30.0, 0.0], [30.0, 40.0], [0.0, 40.0]])
 SMALL = TableLayout().with_seat(0, flowers=(Tile(34),), melds=(Meld.of("pung", "EEE", 2),))

@@ -1,18 +1,11 @@
 """The turned-tile benchmark's geometry: a tile turned with its picture stays inside the box
 the benchmark reads it at."""
 
-import importlib.util
-from pathlib import Path
-
 import cv2
 import numpy as np
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "turned_bench", Path(__file__).resolve().parent.parent / "bench" / "turned_bench.py"
-)
-turned_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(turned_bench)
+from bench import turned_bench
 
 
 @pytest.mark.parametrize("angle", [0, 15, 30, 45, -30])

@@ -1,19 +1,12 @@
-"""The vision benchmark (bench/vision_bench.py): its tallies, and a short run end to end on a
+"""The vision benchmark (``bench.vision_bench``): its tallies, and a short run end to end on a
 few held-out photos and one table frame."""
 
-import importlib
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "vision_bench", Path(__file__).resolve().parent.parent / "bench" / "vision_bench.py"
-)
-vision_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(vision_bench)
+from bench import vision_bench
 
 
 def test_a_tally_counts_finds_false_finds_and_misses():

@@ -23,14 +23,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from controller.exit_codes import ExitCode
+
 if TYPE_CHECKING:  # only for annotations: the handler imports these when it runs
     import numpy as np
 
     from vision.calibration import Calibration, TableGeometry
 
-EXIT_OK = 0
-EXIT_NO = 1
-EXIT_INPUT = 2
 DRIFT_TOLERANCE_MM = 5.0
 """How far a marker may seem to have moved before ``--check`` says to calibrate again."""
 SHEET_DPI = 300
@@ -172,14 +171,14 @@ def calibrate_command(args: argparse.Namespace) -> int:
             )
     except (ValueError, CalibrationError) as exc:
         print(f"mahjong-table calibrate: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return ExitCode.INPUT
 
     if args.markers_sheet:
         # the resolution goes into the file: printed "at 100 %", a picture without one comes
         # out at 72 or 96 dpi, each marker three or four times too large
         _write(args.markers_sheet, marker_sheet(geometry, dpi=SHEET_DPI), dpi=SHEET_DPI)
         print(f"wrote the markers to print to {args.markers_sheet} (print at 100%)")
-        return EXIT_OK
+        return ExitCode.OK
     if args.check:
         return _check(args, size)
 
@@ -187,7 +186,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
         image, calibration = _calibrate(args, geometry, size, corners)
     except _CornersRefused as exc:  # the corners typed are wrong, not the camera
         print(f"mahjong-table calibrate: --corners: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return ExitCode.INPUT
     if args.preview:
         _write(args.preview, preview(image, calibration))
     calibration.save(args.out)
@@ -204,7 +203,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
             f"{calibration.image_size[0]}x{calibration.image_size[1]} frames, fit within "
             f"{calibration.error_mm:.1f} mm; saved to {args.out}"
         )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _frames(args: argparse.Namespace, size: tuple[int, int] | None) -> Iterator[np.ndarray]:
@@ -281,7 +280,7 @@ def _check(args: argparse.Namespace, size: tuple[int, int] | None) -> int:
         shown = ", ".join(f"marker {k}: {v:.1f} mm" for k, v in sorted(drift.items()))
         verdict = "the camera has moved: calibrate again" if moved else "still calibrated"
         print(f"{shown}; {verdict}")
-    return EXIT_NO if moved else EXIT_OK
+    return ExitCode.NO if moved else ExitCode.OK
 
 
 def preview(image: np.ndarray, calibration: Calibration) -> np.ndarray:

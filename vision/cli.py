@@ -16,14 +16,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from controller.exit_codes import ExitCode
+
 if TYPE_CHECKING:  # only for annotations: the handlers import these when they run
     import numpy as np
 
     from vision.detection import TileDetection
 
-EXIT_OK = 0
-EXIT_NO = 1
-EXIT_INPUT = 2
 LABEL_BOX_LESSONS = ("all", "apart", "none")
 """``--label-box-lessons``' choices: ``vision.training.LABEL_BOX_LESSONS``, spelt out here so
 that building the parser imports nothing heavy (a test keeps the two alike)."""
@@ -157,13 +156,13 @@ def detect_command(args: argparse.Namespace) -> int:
 
     if args.min_confidence is not None and not 0.0 <= args.min_confidence <= 1.0:
         print("mahjong-table detect: --min-confidence is a probability, 0 to 1", file=sys.stderr)
-        return EXIT_INPUT
+        return ExitCode.INPUT
     if args.annotate:
         try:
             args.annotate.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             print(f"mahjong-table detect: --annotate {args.annotate}: {exc}", file=sys.stderr)
-            return EXIT_INPUT
+            return ExitCode.INPUT
     rec = TileRecognizer(args.model, min_confidence=args.min_confidence)
     records = []
     failed = 0
@@ -217,7 +216,7 @@ def detect_command(args: argparse.Namespace) -> int:
     if args.json:
         json.dump(records, sys.stdout, indent=1, ensure_ascii=False)
         print()
-    return EXIT_INPUT if failed else EXIT_OK
+    return ExitCode.INPUT if failed else ExitCode.OK
 
 
 def _alt_names(t) -> list[tuple[str, float]]:
@@ -353,7 +352,7 @@ def train_command(args: argparse.Namespace) -> int:
     )
     manifest = train(cfg)
     print(f"model written to {out}: {json.dumps(manifest['training']['validation'])}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bool) -> int:
@@ -394,7 +393,7 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
     manifest = tune(model_dir, photos, threads, log, tables)
     keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to", "reread_below")
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def enrol_command(args: argparse.Namespace) -> int:
@@ -446,7 +445,7 @@ def enrol_command(args: argparse.Namespace) -> int:
             f"otherwise. Check {labels_path} and {out / 'check.png'}."
         )
     if args.check_only:
-        return EXIT_OK
+        return ExitCode.OK
     make_out()
     weight, bias = enrol.base_head(rec.model_dir, rec.embedding_size)
     groups = enrol.embeddings_by_photo(rec, samples)
@@ -486,4 +485,4 @@ def enrol_command(args: argparse.Namespace) -> int:
                 "set in the table's own light",
                 file=sys.stderr,
             )
-    return EXIT_OK
+    return ExitCode.OK

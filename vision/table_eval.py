@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from controller.errors import VisionError
+from controller.exit_codes import ExitCode
 from vision.calibration import SEATS, calibrate_from_markers
 from vision.melds import SeatView
 from vision.pipeline import Recognizer, TablePipeline
@@ -195,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         figures = evaluate(recognizer, frames=args.frames, seed=args.seed, mode=args.mode)
     except MahjongTableError as exc:
         print(f"{ap.prog}: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.INPUT
     print(json.dumps(figures.figures(), indent=2))
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -22,13 +22,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from controller.exit_codes import ExitCode
+
 if TYPE_CHECKING:  # only for annotations: the handler imports these when it runs
     from controller.errors import VisionError
     from vision.melds import SeatView
-
-EXIT_OK = 0
-EXIT_INPUT = 2
-EXIT_HARDWARE = 3
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -94,7 +92,7 @@ def watch_command(args: argparse.Namespace) -> int:
         size = _checked(args)
     except ValueError as exc:
         print(f"mahjong-table watch: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return ExitCode.INPUT
 
     from vision.calibration import load_calibration
     from vision.camera import open_camera
@@ -155,8 +153,8 @@ def watch_command(args: argparse.Namespace) -> int:
         _settled(pipeline.views, frames, ended, as_json=args.json)
     if not frames:
         print(f"mahjong-table watch: no frame of {camera.name} could be read", file=sys.stderr)
-        return EXIT_HARDWARE
-    return EXIT_OK
+        return ExitCode.HARDWARE
+    return ExitCode.OK
 
 
 class _Errors:
