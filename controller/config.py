@@ -13,7 +13,7 @@ shows every section and key with its default. The tree (:class:`TableConfig`)::
     serial      firmware_bridge.config.SerialConfig (the MCU's link)
     seat_panel  firmware_bridge.config.SeatPanelConfig, or None without a [seat_panel]
     camera      CameraSection: source, calibration, model_dir, width, height, fps
-    sim         SimSection: seed, speed, hands, faults
+    sim         SimSection: seed, speed, hands, faults, confirm
 
 msgspec does the checking (``forbid_unknown_fields``, ``Meta`` limits, ``Literal`` choices);
 only what it cannot say is checked by hand after decoding: names unique, a profile that
@@ -152,6 +152,10 @@ class SimSection(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     hands: Annotated[int, Meta(ge=0, le=1_000_000_000)] = 0
     #: faults to inject now and then (see :data:`FAULTS`)
     faults: tuple[Fault, ...] = ()
+    #: who confirms each settlement: "players" (the bots check it and press confirm) or
+    #: "dashboard" (the bots lay their hands and answer the table's questions, then leave the
+    #: proposal to whoever watches the dashboard, to check, correct and confirm)
+    confirm: Literal["players", "dashboard"] = "players"
 
 
 class TableConfig(Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

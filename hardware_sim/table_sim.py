@@ -33,6 +33,7 @@ in real time, sped up.
 
 from __future__ import annotations
 
+import math
 import random
 import tempfile
 import threading
@@ -184,6 +185,10 @@ class TableSim:
     :param on_event: called with every event the controller emits (its thread)
     :param on_input: called with every input the controller takes, in order (its thread)
     :param recognizer: the vision pipeline's tile recogniser (default: the committed model)
+    :param confirm: ``"players"``: the bots check each proposal and confirm it;
+        ``"dashboard"``: they lay their hands, answer the table's questions and put right
+        what the camera misread, then wait for someone at the dashboard to confirm (or
+        correct) it; a settlement confirmed there that differs from the truth is reported
     """
 
     def __init__(
@@ -206,6 +211,7 @@ class TableSim:
         pace: float = 0.0,
         faults: tuple[str, ...] = (),
         fault_rate: float = 0.25,
+        confirm: str = "players",
     ) -> None:
         self.seed = seed
         self.db = db
@@ -232,6 +238,11 @@ class TableSim:
             raise SimError(f"the fault rate is a probability, not {fault_rate}")
         self.faults = tuple(faults)
         self.fault_rate = fault_rate
+        if confirm not in ("players", "dashboard"):
+            raise SimError(
+                f'settlements are confirmed by "players" or "dashboard", not {confirm!r}'
+            )
+        self.confirm = confirm
         self._fault: str | None = None
         self._camera_back: float | None = None
         self._misread: dict[int, tuple[Tile, ...]] = {}
@@ -871,32 +882,57 @@ class TableSim:
                 if wrong:
                     mark = self._index_of(e) + 1
                     continue
-            if proposed != truth:
-                report.mismatches.append(_why(e, played, proposed, truth))
-            next_dealer = e.settlement["next_dealer"]
-            if next_dealer is None:
-                next_dealer = self.dealer
-            true_next = played.settlement.next_dealer
-            if (next_dealer, e.settlement["huangfan_next"]) != (
-                self.dealer if true_next is None else true_next,
-                played.settlement.huangfan_next,
-            ):
-                report.mismatches.append(
-                    f"next dealer {next_dealer} / 荒番 {e.settlement['huangfan_next']}, truly "
-                    f"{true_next} / {played.settlement.huangfan_next}"
+            if self.confirm == "players":
+                if proposed != truth:
+                    report.mismatches.append(_why(e, played, proposed, truth))
+                self._check_dealer(
+                    e.settlement["next_dealer"], e.settlement["huangfan_next"], played, report
                 )
             break
         mark = self._mark()
-        self._press(played.wins[0].winner, "confirm")
-        settled = self._wait_after(mark, lambda e: isinstance(e, ev.HandSettled), "settle")
+        if self.confirm == "players":
+            self._press(played.wins[0].winner, "confirm")
+            settled = self._wait_after(mark, lambda e: isinstance(e, ev.HandSettled), "settle")
+        else:  # as long as it takes the people at the dashboard
+            settled = self._wait_after(
+                mark, lambda e: isinstance(e, ev.HandSettled), "settle", timeout=math.inf
+            )
         assert isinstance(settled, ev.HandSettled)
         report.outcome = "settled"
         report.settled = {k: amount_json(v) for k, v in _amounts(settled.payments).items()}
+        if self.confirm == "dashboard":
+            confirmed = _amounts(settled.payments)
+            if confirmed != truth:
+                pay = ", ".join(
+                    f"seat {k} {amount_json(confirmed.get(k, Fraction(0)))} "
+                    f"(truly {amount_json(truth[k])})"
+                    for k in sorted(truth)
+                    if confirmed.get(k) != truth[k]
+                )
+                report.mismatches.append(f"confirmed at the dashboard: {pay}")
+            self._check_dealer(settled.next_dealer, settled.huangfan_next, played, report)
         truth_dealer = played.settlement.next_dealer
         self.dealer = self.dealer if truth_dealer is None else truth_dealer
         self.huangfan = played.settlement.huangfan_next
         if report.mismatches:  # go on from where the table is
             self.dealer, self.huangfan = settled.next_dealer, settled.huangfan_next
+
+    def _check_dealer(
+        self, next_dealer: int | None, huangfan: int, played: PlayedHand, report: HandReport
+    ) -> None:
+        """The next dealer and 荒番 the table settles on, against the truth."""
+        assert played.settlement is not None
+        if next_dealer is None:
+            next_dealer = self.dealer
+        true_next = played.settlement.next_dealer
+        if (next_dealer, huangfan) != (
+            self.dealer if true_next is None else true_next,
+            played.settlement.huangfan_next,
+        ):
+            report.mismatches.append(
+                f"next dealer {next_dealer} / 荒番 {huangfan}, truly "
+                f"{true_next} / {played.settlement.huangfan_next}"
+            )
 
     def _correct_seat(self, seat: int, report: HandReport) -> None:
         """A player puts right, from the dashboard, what the table shows at ``seat``."""

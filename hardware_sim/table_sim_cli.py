@@ -21,10 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-EXIT_OK = 0
-EXIT_WRONG = 1
-EXIT_INPUT = 2
-EXIT_IO = 3
+from controller.exit_codes import ExitCode
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,6 +58,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="keep the table's event log in this file (default: in memory); an existing "
         "log is resumed where it was",
+    )
+    p.add_argument(
+        "--confirm",
+        help="who confirms each settlement: the bots (players, the default) or you, on the "
+        "dashboard (the bots lay their hands and answer the table, then wait for you)",
     )
     p.add_argument("--json", action="store_true", help="print each hand's report as one JSON line")
     p.add_argument(
@@ -112,6 +114,7 @@ def sim_command(args: argparse.Namespace) -> int:
             "sim.seed": args.seed,
             "sim.speed": args.speed,
             "sim.faults": faults,
+            "sim.confirm": args.confirm,
             "table.profile": args.profile,
             "table.stake": args.stake,
             "table.port": args.port,
@@ -137,11 +140,19 @@ def sim_command(args: argparse.Namespace) -> int:
             seats=tuple(cfg.table.seats),
             pace=cfg.sim.speed,
             faults=tuple(cfg.sim.faults),
+            confirm=cfg.sim.confirm,
             on_event=on_event,
         )
     except MahjongTableError as exc:
         print(f"mahjong-table sim: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+        return ExitCode.INPUT
+    if cfg.sim.confirm == "dashboard" and args.headless:
+        print(
+            "mahjong-table sim: settlements confirmed on the dashboard need the dashboard: "
+            "drop --headless, or let the players confirm (--confirm players)",
+            file=sys.stderr,
+        )
+        return ExitCode.INPUT
     wrong = 0
     played = 0
     server = None
@@ -168,7 +179,7 @@ def sim_command(args: argparse.Namespace) -> int:
                     "--headless",
                     file=sys.stderr,
                 )
-                return EXIT_IO
+                return ExitCode.HARDWARE
             print(f"dashboard: {server.url}", file=sys.stderr, flush=True)
         if not args.json:
             print(
@@ -191,7 +202,7 @@ def sim_command(args: argparse.Namespace) -> int:
             print("\nstopped: the hand in play is left as it was", file=sys.stderr)
     except (SimError, SimMcuError, StorageError, OSError) as exc:
         print(f"mahjong-table sim: {exc}", file=sys.stderr)
-        return EXIT_IO
+        return ExitCode.HARDWARE
     finally:
         totals = _totals(sim)
         if server is not None:
@@ -203,7 +214,7 @@ def sim_command(args: argparse.Namespace) -> int:
             + "  ".join(f"seat {k} {v}" for k, v in enumerate(totals)),
             flush=True,
         )
-    return EXIT_WRONG if wrong else EXIT_OK
+    return ExitCode.NO if wrong else ExitCode.OK
 
 
 def _totals(sim: Any) -> list[Any]:

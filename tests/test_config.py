@@ -67,7 +67,7 @@ def test_defaults_run_the_simulator() -> None:
     assert cfg.camera == CameraSection(source="sim", width=1280, height=960, fps=10.0)
     assert cfg.camera.calibration is None and cfg.camera.model_dir is None
     assert cfg.calibration_path == cfg.table.data_dir / "calibration.json"
-    assert cfg.sim == SimSection(seed=0, speed=10.0, hands=0, faults=())
+    assert cfg.sim == SimSection(seed=0, speed=10.0, hands=0, faults=(), confirm="players")
 
 
 def test_the_example_loads_and_documents_the_defaults() -> None:
@@ -167,6 +167,7 @@ def test_sim_section() -> None:
     )
     assert cfg.sim == SimSection(seed=7, speed=20.0, hands=50, faults=("jam", "unplug"))
     assert set(FAULTS) == {"jam", "lid", "reset", "unplug", "camera", "misread"}
+    assert config_from_mapping({"sim": {"confirm": "dashboard"}}).sim.confirm == "dashboard"
 
 
 def test_a_profile_file_is_found_beside_the_config(tmp_path: Path) -> None:
@@ -217,6 +218,7 @@ MISTAKES = [
     ({"camera": {"width": 640.5}}, "camera.width", "expected an integer"),
     ({"sim": {"faults": "jam"}}, "sim.faults", "expected a list, got 'jam'"),
     ({"sim": {"faults": ["jam", "fire"]}}, "sim.faults[1]", "one of .*'misread'.*, got 'fire'"),
+    ({"sim": {"confirm": "bots"}}, "sim.confirm", "one of 'dashboard', 'players', got 'bots'"),
     ({"seat_panel": {"seat": SEATS, "pull_up": 1}}, "seat_panel.pull_up", "true or false"),
     # out of range
     ({"table": {"port": 0}}, "table.port", "between 1 and 65535, got 0"),

@@ -15,10 +15,12 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+import pytest
+
 from controller.table.ledger import build_ledger
 from controller.table.state import replay
 from controller.table.store import EventLog
-from hardware_sim.table_sim import TableSim
+from hardware_sim.table_sim import SimError, TableSim
 
 REPO = Path(__file__).resolve().parent.parent
 HANDS = 10
@@ -104,6 +106,22 @@ def test_sim_command_refuses_bad_arguments() -> None:
 
     assert main(["sim", "--hands", "-1"]) == 2
     assert main(["sim", "--speed", "-3"]) == 2
+    assert main(["sim", "--confirm", "bots"]) == 2
+
+
+def test_sim_command_refuses_dashboard_confirmation_without_a_dashboard(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from controller.cli import main
+
+    assert main(["sim", "--confirm", "dashboard", "--headless", "--hands", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "need the dashboard: drop --headless" in err and len(err.splitlines()) == 1
+
+
+def test_the_simulator_refuses_an_unknown_confirmer() -> None:
+    with pytest.raises(SimError, match='"players" or "dashboard", not \'bots\''):
+        TableSim(confirm="bots")
 
 
 def _truth_from_log(path: Path, seed: int) -> list[tuple[int, dict[str, Fraction]]]:
