@@ -231,3 +231,79 @@ def live_table():
     table = LiveTable()
     yield table
     table.close()
+
+
+# -- the whole simulated table, as its own process ----------------------------------------------
+
+
+class SimProcess:
+    """``mahjong-table sim`` running as a process, with its dashboard on a free port and its
+    event log in a file (so a restart resumes the hand). ``start()`` waits until the
+    dashboard answers; ``stop()`` ends it as Ctrl-C would."""
+
+    def __init__(self, db: Path, *args: str) -> None:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.db = db
+        self.args = args
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stderr = db.with_suffix(".stderr")
+
+    def start(self, timeout: float = 60.0) -> SimProcess:
+        import sys
+        import time
+        import urllib.request
+
+        cmd = [sys.executable, "-m", "controller.cli", "sim", "--host", "127.0.0.1"]
+        cmd += ["--port", str(self.port), "--db", str(self.db), *self.args]
+        with open(self.stderr, "ab") as err:
+            self.proc = subprocess.Popen(
+                cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the sim exited {self.proc.returncode}: {self.errors()}")
+            try:
+                with urllib.request.urlopen(self.url + "/api/state", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        raise AssertionError(f"the sim's dashboard did not answer: {self.errors()}")
+
+    def errors(self) -> str:
+        return self.stderr.read_text(errors="replace")[-2000:] if self.stderr.exists() else ""
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        import signal
+
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"the sim did not stop on Ctrl-C: {self.errors()}") from None
+
+
+@pytest.fixture(scope="module")
+def sim_process(tmp_path_factory):
+    """Start ``mahjong-table sim`` processes (``sim_process(*args)``: a :class:`SimProcess`,
+    started); all are stopped at the end of the module."""
+    started: list[SimProcess] = []
+
+    def start(*args: str) -> SimProcess:
+        sim = SimProcess(tmp_path_factory.mktemp("sim") / "table.db", *args)
+        started.append(sim)
+        return sim.start()
+
+    yield start
+    for sim in started:
+        sim.stop()
