@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from controller.table.state import PHASES
 from tests.conftest import REPO, SimProcess
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -120,15 +121,7 @@ def test_the_board_loads_with_every_seat_and_no_concealed_hand(page: Any, sim: S
         box = by_id(page, f"seat-{seat}")
         box.wait_for()
         assert snap["seat_names"][seat] in box.inner_text()
-    assert by_id(page, "phase").get_attribute("data-phase") in (
-        "idle",
-        "shuffling",
-        "dice",
-        "playing",
-        "win_declared",
-        "reading",
-        "confirming",
-    )
+    assert by_id(page, "phase").get_attribute("data-phase") in PHASES
     assert "Stake" in by_id(page, "stake").inner_text()
     # only what lies open is drawn: a seat shows no more tiles than it laid
     page.wait_for_selector('[data-testid=phase][data-phase="playing"]')

@@ -18,10 +18,13 @@ from controller.table.events import (
     EVENT_VERSION,
     INPUT_TYPES,
     MeldJson,
+    PhaseChanged,
+    QuestionAsked,
     SeatPressed,
     event_from_json,
     event_to_json_text,
 )
+from controller.table.messages import QUESTIONS, REASONS
 
 json_scalars = (
     st.none()
@@ -82,6 +85,33 @@ def events_of(cls: type) -> st.SearchStrategy[Any]:
 
 any_event = st.one_of([events_of(cls) for cls in ALL_TYPES])
 
+# a message's arguments as the controller writes them: seats, dice and counts as ints, the
+# rest as text
+message_args = st.dictionaries(
+    st.sampled_from(["seat", "discarder", "die1", "hand", "have", "by", "failure", "message"]),
+    st.integers(0, 3) | st.integers(-(2**40), 2**40) | st.text(max_size=12),
+    max_size=4,
+)
+phase_events = st.builds(
+    PhaseChanged,
+    time=st.floats(allow_nan=False, allow_infinity=False),
+    phase=st.text(max_size=12),
+    reason=st.text(max_size=40),
+    key=st.sampled_from(["", *REASONS]),
+    args=message_args,
+)
+question_events = st.builds(
+    QuestionAsked,
+    time=st.floats(allow_nan=False, allow_infinity=False),
+    id=st.integers(0, 2**40),
+    kind=st.text(max_size=12),
+    text=st.text(max_size=40),
+    options=st.lists(json_values, max_size=3),
+    seat=st.none() | st.integers(0, 3),
+    key=st.sampled_from(["", *QUESTIONS]),
+    args=message_args,
+)
+
 
 @given(any_event)
 def test_every_kind_round_trips_through_json(event: Any) -> None:
@@ -89,6 +119,40 @@ def test_every_kind_round_trips_through_json(event: Any) -> None:
     assert data["v"] == EVENT_VERSION and data["type"] == event.type
     assert event_from_json(data) == event
     assert event_from_json(event_to_json_text(event)) == event
+
+
+@given(phase_events | question_events)
+def test_a_message_s_key_and_arguments_round_trip(event: Any) -> None:
+    data = json.loads(event_to_json_text(event))
+    assert data["key"] == event.key and data["args"] == event.args
+    assert event_from_json(data) == event
+
+
+def test_an_event_older_than_the_message_keys_still_reads() -> None:
+    """The key and arguments were added without a new version: an older event reads with
+    none (the page shows its English), and the version stays what it was."""
+    old_phase = {"type": "phase", "time": 1.0, "phase": "idle", "reason": "going on", "v": 1}
+    phase = event_from_json(json.dumps(old_phase))
+    assert isinstance(phase, PhaseChanged)
+    assert (phase.reason, phase.key, phase.args) == ("going on", "", {})
+    old_question = {
+        "type": "question",
+        "time": 2.0,
+        "id": 3,
+        "kind": "ready",
+        "text": "承包: was seat 2 ready?",
+        "options": [True, False],
+        "seat": 2,
+    }
+    question = event_from_json(old_question)
+    assert isinstance(question, QuestionAsked)
+    assert (question.text, question.key, question.args) == (old_question["text"], "", {})
+    assert EVENT_VERSION == 1
+    # and a reader that does not know a field yet passes over it
+    newer = {**old_phase, "key": "going_on", "args": {}, "spoken": "继续"}
+    assert event_from_json(newer) == PhaseChanged(
+        time=1.0, phase="idle", reason="going on", key="going_on"
+    )
 
 
 def test_every_kind_has_its_own_tag_and_inputs_are_marked() -> None:

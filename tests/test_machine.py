@@ -2,15 +2,40 @@
 
 from __future__ import annotations
 
+import ast
+import json
+import string
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
 from controller.profiles import load_profile
 from controller.rules import settle, win_from_json
 from controller.table import events as ev
+from controller.table import machine
 from controller.table.machine import RequestRefused, TableController
+from controller.table.messages import QUESTIONS, REASONS, SEAT_ARGS, arg_names
 from controller.table.state import replay
+
+
+def check_words(out: list[ev.Event]) -> None:
+    """Every reason and question says its key: a template that, filled with its arguments
+    (plain JSON; seats as ints), is the English text the event carries."""
+    for e in out:
+        if isinstance(e, ev.PhaseChanged):
+            templates, text = REASONS, e.reason
+        elif isinstance(e, ev.QuestionAsked):
+            templates, text = QUESTIONS, e.text
+            assert e.args.get("seat") == e.seat
+        else:
+            continue
+        assert e.key in templates, e
+        assert templates[e.key].format(**e.args) == text
+        assert e.args.keys() == arg_names(e.key), e
+        assert json.loads(json.dumps(e.args)) == e.args
+        for name in SEAT_ARGS & e.args.keys():
+            assert type(e.args[name]) is int and 0 <= e.args[name] < 4, e
 
 
 class Table:
@@ -24,6 +49,7 @@ class Table:
     def feed(self, event_type: type[ev.Event], dt: float = 1.0, **fields) -> list[ev.Event]:
         self.t += dt
         out = self.c.handle(event_type(time=self.t, **fields))
+        check_words(out)
         self.log += out
         return out
 
@@ -196,3 +222,146 @@ def test_a_pung_laid_is_not_taken_for_a_kong():
     kong = ev.MeldJson("concealed_kong", "EEEE", None)
     t.feed(ev.CameraChanged, seat=1, kind="meld", meld=kong, view_melds=[pung, kong])
     assert t.c.state.seats[1].last_play == "kong"
+
+
+# -- the words: keys and their English templates -----------------------------------------------
+
+
+def _keys_in(call: str, position: int = 1) -> set[str]:
+    """The keys machine.py passes to ``self._phase``/``self._ask`` (their second argument,
+    ``self._set_how``'s third) where it is written out."""
+    tree = ast.parse(Path(machine.__file__).read_text(encoding="utf-8"))
+    keys = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == call
+            and len(node.args) > position
+            and isinstance(node.args[position], ast.Constant)
+        ):
+            keys.add(node.args[position].value)
+    return keys
+
+
+def test_every_key_the_machine_uses_has_a_template_and_every_template_is_used():
+    reasons = _keys_in("_phase") | _keys_in("_set_how", 2)
+    questions = _keys_in("_ask")
+    assert reasons and reasons <= REASONS.keys(), reasons - REASONS.keys()
+    assert questions and questions <= QUESTIONS.keys(), questions - QUESTIONS.keys()
+    # the keys built in code: "gangkai_" + what, how + "_confirmed", what _missing returns,
+    # and the new session's reason (set by the state, not by an event)
+    built = {
+        "gangkai_kong",
+        "gangkai_flower",
+        "discard_confirmed",
+        "robbing_kong_confirmed",
+        "waiting_hand",
+        "session_started",
+    }
+    assert REASONS.keys() | QUESTIONS.keys() <= reasons | questions | built
+    for template in (*REASONS.values(), *QUESTIONS.values()):
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        assert all(f.isidentifier() for f in fields), template  # plain {name}s, no format specs
+
+
+def test_reasons_carry_their_key_and_arguments():
+    t = Table()
+    t.start(dice=(2, 5))
+    phase = [e for e in t.log if isinstance(e, ev.PhaseChanged)][-1]
+    assert (phase.key, phase.args) == ("wall_breaks", {"die1": 2, "die2": 5, "seat": 2})
+    assert phase.reason == "dice 2+5: seat 2's wall breaks"  # the English as it always was
+    t.press(1, "win")
+    assert (t.c.state.phase_key, t.c.state.phase_args) == ("win_declared", {"seat": 1})
+    out = t.press(3, "confirm")
+    confirmed, waiting = [e for e in out if isinstance(e, ev.PhaseChanged)]
+    assert (confirmed.key, confirmed.args) == ("discard_confirmed", {"seat": 3})
+    assert confirmed.reason == "seat 3 confirmed the discard: lay the hand open"
+    assert (waiting.key, waiting.args) == ("waiting_hand", {"seat": 1, "have": 0, "want": 14})
+    t.seat(1, "open_tiles", open_tiles="1m 2m 3m")
+    assert t.c.state.phase_key == "waiting_hand"
+    assert t.c.state.phase_args == {"seat": 1, "have": 3, "want": 14}
+    t.seat(1, "open_tiles", open_tiles="1m 1m 1m 2m 3m 4m 5m 6m 7m 8m 9m 9m 9m 5m")
+    assert t.c.state.phase_key == "check_settlement"
+    t.press(2, "confirm")  # settled from seat 2's panel: a seat, said by its name on a page
+    assert t.c.state.phase_key == "settled_at_seat"
+    assert t.c.state.phase_args == {"hand": 1, "seat": 2}
+    assert t.c.state.phase_reason == (
+        "hand 1 settled (confirmed by seat 2): press confirm for the next hand"
+    )
+    t.request("undo")
+    assert t.c.state.phase_key == "undone_settled"
+    t.request("confirm")  # from the dashboard: who confirmed is a word
+    assert (t.c.state.phase_key, t.c.state.phase_args) == ("settled", {"hand": 1, "by": "test"})
+
+
+def test_a_failure_says_its_reason_and_the_hardware_message():
+    t = Table()
+    t.request("new_session")
+    t.press(0, "confirm")
+    t.feed(ev.CommandFailed, command="prepare_walls", reason="jam", message="jam at wall 2")
+    assert t.c.state.phase_key == "hardware_failed"
+    assert t.c.state.phase_args == {"failure": "jam", "message": "jam at wall 2"}
+    assert t.c.state.phase_reason == "jam at wall 2: fix it, then press confirm"
+
+
+def test_questions_carry_their_key_and_arguments():
+    t = Table()
+    q = _gangkai_question(t)
+    assert (q.key, q.args) == ("gangkai_flower", {"seat": 1})
+    assert q.text == "杠开? Did seat 1 win on the replacement tile of their flower?"
+    assert t.c.state.snapshot()["questions"][0]["key"] == "gangkai_flower"
+
+
+def test_a_win_taken_back_is_not_declared_again_by_the_next_confirm():
+    # found by the replay property: seat 0's withdrawn 胡 came back with seat 3's when the
+    # discarder confirmed
+    t = Table()
+    t.start()
+    t.press(0, "win")
+    t.press(0, "win", long=True)  # taken back
+    assert t.phase == "playing"
+    t.press(3, "win")
+    t.press(1, "confirm")  # seat 1 discarded
+    assert t.phase == "reading"
+    standing = {k: w.how for k, w in t.c.state.winners.items()}
+    assert standing == {0: "withdrawn", 3: "discard"}
+    t.seat(3, "open_tiles", open_tiles="1m 2m 3m 4m 5m 6m 7m 8m 9m E E E S S")  # 混一色
+    assert t.phase == "confirming" and t.c.state.proposal is not None
+    assert [w["winner"] for w in t.c.state.proposal.wins] == [3]
+
+
+def test_several_winners_off_a_kong_are_told_only_a_discard_has_several():
+    t = Table()
+    t.start()
+    t.seat(1, "meld", melds=[("pung", "333p", 0)])
+    t.press(2, "win")
+    t.press(3, "win")  # a second winner
+    out = t.press(1, "confirm", long=True)  # but on seat 1's robbed kong
+    assert t.phase == "reading"
+    [why] = [e for e in out if isinstance(e, ev.PhaseChanged)][-1:]
+    assert (why.key, why.args) == ("one_winner_only", {"seats": 2})
+    t.seat(2, "open_tiles", open_tiles="1p 1p 2p 2p 3p 4p 5p 6p 7p 8p 9p C C C")  # 清一色-ish
+    t.seat(3, "open_tiles", open_tiles="1s 2s 3s 4s 5s 6s 7s 8s 9s E E E S S")
+    assert t.c.state.proposal is None  # nothing settles two robbed kongs
+    assert t.c.state.phase_key == "one_winner_only"
+    t.press(3, "win", long=True)  # seat 3 takes it back: seat 2's win is read
+    assert {k: w.how for k, w in t.c.state.winners.items()} == {
+        2: "robbing_kong",
+        3: "withdrawn",
+    }
+    assert t.c.state.phase_key != "one_winner_only"
+    assert t.phase in ("reading", "confirming")
+    if t.c.state.proposal is not None:
+        assert [w["winner"] for w in t.c.state.proposal.wins] == [2]
+
+
+def test_a_win_taken_back_while_the_hand_is_read_goes_back_to_play():
+    t = Table()
+    t.start()
+    t.press(2, "win")
+    t.press(2, "confirm")  # self-draw
+    assert t.phase == "reading"
+    t.press(2, "win", long=True)
+    assert t.phase == "playing"
+    assert t.c.state.winners[2].how == "withdrawn"

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from controller.table.messages import QUESTIONS, REASONS, arg_names
 from webui import create_app
 from webui.pages import PAGES
 
@@ -280,6 +281,29 @@ def test_the_chinese_words_are_chinese():
     assert words["fault.jam"] == "卡牌" and words["fault.tiles_short"] == "少牌"
 
 
+def test_every_reason_and_question_the_controller_can_say_is_in_both_languages():
+    """controller/table/messages.py's keys, each as reason.<key> / question.<key>, using only
+    the arguments the controller fills it with."""
+    words = _dictionary()
+    for prefix, templates in (("reason", REASONS), ("question", QUESTIONS)):
+        for key in templates:
+            args = arg_names(key)
+            for lang in ("en", "zh"):
+                said = words[lang].get(f"{prefix}.{key}")
+                assert said, f"{lang}: {prefix}.{key}"
+                assert set(re.findall(r"\{(\w+)\}", said)) <= args, f"{lang}: {prefix}.{key}"
+            assert re.search(r"[\u4e00-\u9fff]", words["zh"][f"{prefix}.{key}"]), key
+    # no word for a key the controller no longer says
+    for prefix, templates in (("reason", REASONS), ("question", QUESTIONS)):
+        stale = {k for k in words["en"] if k.startswith(prefix + ".")} - {
+            f"{prefix}.{k}" for k in templates
+        }
+        assert not stale, stale
+    # who acted and the hardware's failures have words of their own
+    for key in ("by.dashboard", "failure.jam", "failure.lid_open", "failure.timeout"):
+        assert key in words["en"] and key in words["zh"], key
+
+
 # -- the pure JavaScript, under node ------------------------------------------------------------
 
 NODE = shutil.which("node")
@@ -434,3 +458,70 @@ def test_js_draws_the_chart_as_inline_svg():
     assert svg.count("<polyline") == 4
     assert "&lt;b&gt;" in svg and "<b>" not in svg  # a player's name never becomes markup
     assert "http" not in svg  # inline SVG in HTML needs no namespace URL
+
+
+def _say(lang: str, prefix: str, key: str, args, english: str, names=("Ann", "Bo", "", "Di")):
+    """What the board shows for a server message in ``lang``: serverText with the page's
+    dictionary (English where ``lang`` has no word) and seat names."""
+    words = _dictionary()
+    table = {**words["en"], **words[lang]}
+    seat_n = table["seat.n"]
+    table = {
+        k: v for k, v in table.items() if k.split(".")[0] in ("reason", "question", "by", "failure")
+    }
+    expr = (
+        f"serverText((k) => ({json.dumps(table, ensure_ascii=False)})[k], {json.dumps(prefix)}, "
+        f"{json.dumps(key)}, {json.dumps(args, ensure_ascii=False)}, "
+        f"{json.dumps(english, ensure_ascii=False)}, "
+        f"(s) => {json.dumps(list(names), ensure_ascii=False)}[s] || "
+        f"{json.dumps(seat_n, ensure_ascii=False)}.replace('{{n}}', s))"
+    )
+    return _js(expr)
+
+
+def test_js_says_the_server_s_reasons_in_the_page_s_language():
+    english = "hand 1 settled (confirmed by seat 1): press confirm for the next hand"
+    args = {"hand": 1, "seat": 1}
+    assert _say("zh", "reason", "settled_at_seat", args, english) == (
+        "第 1 局已结算（Bo 确认）：按确认开始下一局"
+    )
+    assert _say("en", "reason", "settled_at_seat", args, english) == (
+        "Hand 1 settled (confirmed by Bo): press confirm for the next hand"
+    )
+    # a seat without a name is said by its number, in the page's words
+    assert _say("zh", "reason", "wins", {"seat": 2}, "seat 2 wins") == "2 号位 胡了：请摊牌"
+    # who acted, and a hardware failure, are words of their own
+    assert _say("zh", "reason", "corrected", {"by": "dashboard"}, "x") == "已由网页端更正"
+    assert _say("zh", "reason", "corrected", {"by": "厨房平板"}, "x") == "已由厨房平板更正"
+    failed = {"failure": "jam", "message": "jam at wall 2"}
+    assert _say("zh", "reason", "hardware_failed", failed, "x") == "卡牌：排除后按确认"
+    # a failure without a word is said as the hardware said it
+    odd = {"failure": "bad_args", "message": "lights: mask and level must be 0-255"}
+    assert _say("en", "reason", "hardware_failed", odd, "x") == (
+        "lights: mask and level must be 0-255: fix it, then press confirm"
+    )
+    assert _say("zh", "reason", "wall_breaks", {"die1": 3, "die2": 5, "seat": 0}, "x") == (
+        "骰子 3+5：从 Ann 门前开牌"
+    )
+
+
+def test_js_says_the_server_s_questions_in_the_page_s_language():
+    english = "杠开? Did seat 3 win on the replacement tile of their kong?"
+    assert _say("zh", "question", "gangkai_kong", {"seat": 3}, english) == (
+        "杠开？Di 是否胡在开杠后补的牌上？"
+    )
+    assert _say("en", "question", "ready", {"seat": 0}, "x") == (
+        "承包: was Ann ready (听牌) when discarding? Lay the hand open, or answer"
+    )
+
+
+def test_js_falls_back_to_the_server_s_english():
+    english = "seat 1 wins: lay the hand open"
+    # an old log: no key
+    assert _say("zh", "reason", "", {}, english) == english
+    # a key this page does not know (a newer server)
+    assert _say("zh", "reason", "brand_new", {"seat": 1}, english) == english
+    assert _say("zh", "question", "brand_new", None, "which tile?") == "which tile?"
+    # an argument missing: never a half-filled {seat}
+    assert _say("zh", "reason", "wins", {}, english) == english
+    assert _js('serverText(() => undefined, "reason", "", null, null, String)') == ""

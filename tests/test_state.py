@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from controller.table import events as ev
 from controller.table.machine import RequestRefused, TableController
+from controller.table.messages import QUESTIONS, REASONS
 from controller.table.state import TableState, amount, amount_json, replay
 from webui.openapi import DOCUMENT
 
@@ -232,6 +233,13 @@ def test_replaying_any_prefix_is_folding_one_event_at_a_time(plan: list[tuple[An
         states.append(driver.c.state.copy())
     log = stored(driver.outputs)
     assert log == driver.outputs
+    # whatever the path, each reason and question says its key, and its English is the
+    # key's template filled with its arguments
+    for e in log:
+        if isinstance(e, ev.PhaseChanged):
+            assert REASONS[e.key].format(**e.args) == e.reason
+        elif isinstance(e, ev.QuestionAsked):
+            assert QUESTIONS[e.key].format(**e.args) == e.text
 
     folded = TableState()
     by_hand = [folded.copy()]
@@ -356,3 +364,75 @@ def test_amounts_are_written_exactly(value: Fraction | int, written: int | str) 
 def test_amounts_round_trip(value: Fraction) -> None:
     assert amount(amount_json(value)) == value
     assert amount(json.loads(json.dumps(amount_json(value)))) == value
+
+
+def test_the_snapshot_says_the_reason_s_key_beside_its_english() -> None:
+    d = Driver()
+    snap = d.c.state.snapshot()
+    assert (snap["phase_key"], snap["phase_args"]) == ("session_started", {})
+    assert snap["phase_reason"] == REASONS["session_started"]
+    for step in [("press", 0, "confirm", False), ("done", "prepare_walls"), ("dice", 3, 5)]:
+        d.step(step)
+    snap = d.c.state.snapshot()
+    assert snap["phase_key"] == "wall_breaks"
+    assert snap["phase_args"] == {"die1": 3, "die2": 5, "seat": snap["wall"]}
+    assert snap["phase_reason"] == f"dice 3+5: seat {snap['wall']}'s wall breaks"
+    assert json.loads(json.dumps(snap)) == snap
+
+
+def test_an_old_log_without_keys_replays_with_its_english() -> None:
+    """Events written before the keys existed: no key, no args; the reason and the question's
+    text are what a page shows."""
+    lines = [
+        {
+            "type": "session_started",
+            "time": 1,
+            "session": 1,
+            "profile": "shanghai",
+            "stake": 1,
+            "seats": ["A", "B", "C", "D"],
+            "dealer": 0,
+            "v": 1,
+        },
+        {
+            "type": "hand_started",
+            "time": 2,
+            "session": 1,
+            "hand": 1,
+            "dealer": 0,
+            "huangfan": 0,
+            "v": 1,
+        },
+        {
+            "type": "phase",
+            "time": 3,
+            "phase": "reading",
+            "reason": "seat 1 wins: lay the hand open",
+            "v": 1,
+        },
+        {
+            "type": "question",
+            "time": 4,
+            "id": 1,
+            "kind": "gangkai",
+            "text": "杠开? Did seat 1 win on the replacement tile of their kong?",
+            "options": [True, False],
+            "seat": 1,
+            "v": 1,
+        },
+    ]
+    state = replay(ev.event_from_json(json.dumps(line)) for line in lines)
+    snap = state.snapshot()
+    assert snap["phase_reason"] == "seat 1 wins: lay the hand open"
+    assert (snap["phase_key"], snap["phase_args"]) == ("", {})
+    [q] = snap["questions"]
+    assert (q["key"], q["args"]) == ("", {})
+    assert q["text"].startswith("杠开?")
+    # and the controller goes on from it, its new events with keys
+    drawn = {"type": "phase", "time": 5, "phase": "idle", "reason": "hand 1 drawn", "v": 1}
+    state.apply(ev.event_from_json(drawn))
+    c = TableController(state)
+    out = c.handle(ev.SeatPressed(time=6.0, seat=0, button="confirm"))
+    assert [(e.phase, e.key) for e in out if isinstance(e, ev.PhaseChanged)] == [
+        ("shuffling", "shuffling")
+    ]

@@ -25,7 +25,7 @@ def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-CSRF = [{"csrf": []}]
+CSRF: list[dict[str, list[str]]] = [{"csrf": []}]
 
 ACTIONS = (
     "start_hand",
@@ -99,7 +99,15 @@ DOCUMENT: dict[str, Any] = {
                             "confirming",
                         ],
                     },
-                    "phase_reason": {"type": "string"},
+                    "phase_reason": {"type": "string", "description": "why, in English"},
+                    "phase_key": {
+                        "type": "string",
+                        "description": (
+                            "the reason's key (controller.table.messages.REASONS; the "
+                            "dashboard's reason.<key>), empty for an event older than the keys"
+                        ),
+                    },
+                    "phase_args": {"type": "object", "description": "what fills the reason"},
                     "faults": {"type": "object", "additionalProperties": {"type": "string"}},
                     "dice": {"type": ["array", "null"], "items": {"type": "integer"}},
                     "wall": {"type": ["integer", "null"]},

@@ -15,6 +15,11 @@ Every event converts to JSON and back (:meth:`Event.to_json`, :func:`event_from_
 JSON names the event's ``type`` and carries the schema version ``v``. Tiles are written in
 the project's notation (``"5p"``, ``"E"``), melds as a win's JSON writes them, amounts as
 exact numbers (an int, or a fraction as text such as ``"3/2"``).
+
+A field added later is optional, with a default an older event reads as (the message
+``key`` and ``args`` of :class:`PhaseChanged` and :class:`QuestionAsked`), and unknown fields
+are ignored, so such an addition keeps the version: ``v`` changes only when an older reader
+would take an event wrongly.
 """
 
 from __future__ import annotations
@@ -192,10 +197,15 @@ class SessionStarted(Event, frozen=True, tag="session_started"):
 
 
 class PhaseChanged(Event, frozen=True, tag="phase"):
-    """The state machine moved: ``phase`` is the new phase, ``reason`` why, in words."""
+    """The state machine moved: ``phase`` is the new phase, ``reason`` why, in English words.
+    ``key`` names the reason's template (:data:`controller.table.messages.REASONS`) and
+    ``args`` fill it, so a page can say it in its own language; both are empty in events
+    written before they existed, which show the English ``reason``."""
 
     phase: str
     reason: str = ""
+    key: str = ""
+    args: dict[str, Any] = {}
 
 
 class FaultChanged(Event, frozen=True, tag="fault"):
@@ -262,14 +272,19 @@ class WinDeclared(Event, frozen=True, tag="win_declared"):
 
 class QuestionAsked(Event, frozen=True, tag="question"):
     """A question put to the table: ``id`` to answer it by, ``kind`` (``how_won``,
-    ``discarder``, ``tile``, ``meld``, ``ready``, ``gangkai``, ``hand``), the ``text`` shown,
-    the ``options`` allowed (empty: free text in the notation) and the ``seat`` it is about."""
+    ``discarder``, ``tile``, ``meld``, ``ready``, ``gangkai``, ``hand``), the ``text`` shown
+    (in English), the ``options`` allowed (empty: free text in the notation) and the ``seat``
+    it is about. ``key`` and ``args`` name the text's template
+    (:data:`controller.table.messages.QUESTIONS`) and fill it, as for :class:`PhaseChanged`;
+    empty in older events."""
 
     id: int
     kind: str
     text: str
     options: list[Any] = []
     seat: int | None = None
+    key: str = ""
+    args: dict[str, Any] = {}
 
 
 class QuestionAnswered(Event, frozen=True, tag="answer"):

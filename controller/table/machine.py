@@ -48,6 +48,7 @@ from controller.rules import (
     wall_break,
 )
 from controller.table import events as ev
+from controller.table.messages import question_text, reason_text
 from controller.table.state import SEATS, SeatState, TableState, amount_json
 
 __all__ = ["ControllerSettings", "RequestRefused", "TableController"]
@@ -115,10 +116,15 @@ class TableController:
         self.state.apply(event)
         self._out.append(event)
 
-    def _phase(self, phase: str, reason: str = "") -> None:
+    def _phase(self, phase: str, key: str, **args: Any) -> None:
+        """Move to ``phase``, saying why: the reason ``key``
+        (:data:`~controller.table.messages.REASONS`) and its arguments."""
         s = self.state
+        reason = reason_text(key, args)
         if s.phase != phase or s.phase_reason != reason:
-            self._emit(ev.PhaseChanged(time=self._now, phase=phase, reason=reason))
+            self._emit(
+                ev.PhaseChanged(time=self._now, phase=phase, reason=reason, key=key, args=args)
+            )
 
     def _fault(self, fault: str, active: bool, message: str = "") -> None:
         s = self.state
@@ -126,20 +132,31 @@ class TableController:
             self._emit(ev.FaultChanged(time=self._now, fault=fault, active=active, message=message))
 
     def _ask(
-        self, kind: str, text: str, seat: int | None = None, options: list[Any] | None = None
+        self,
+        kind: str,
+        key: str,
+        seat: int | None = None,
+        options: list[Any] | None = None,
+        **args: Any,
     ) -> None:
-        """Put a question to the table, unless the same one is open already."""
+        """Put a question to the table, unless the same one is open already: its text is the
+        template ``key`` (:data:`~controller.table.messages.QUESTIONS`) filled with ``seat``
+        and ``args``."""
         s = self.state
         if any(q.kind == kind and q.seat == seat for q in s.open_questions):
             return
+        if seat is not None:
+            args = {"seat": seat, **args}
         self._emit(
             ev.QuestionAsked(
                 time=self._now,
                 id=s.asked + 1,
                 kind=kind,
-                text=text,
+                text=question_text(key, args),
                 options=options or [],
                 seat=seat,
+                key=key,
+                args=args,
             )
         )
 
@@ -181,7 +198,7 @@ class TableController:
             return  # an answer to a command asked before a restart, already dealt with
         self._fault("mcu_reset", False)
         if e.command == "prepare_walls" and s.phase == "shuffling":
-            self._phase("dice", "the walls are up; rolling the dice")
+            self._phase("dice", "rolling")
             self._emit(ev.CommandRequested(time=self._now, command="dice"))
         elif e.command == "dice" and s.phase == "dice":
             self._dice(e.result)
@@ -199,7 +216,7 @@ class TableController:
             wb = wall_break(s.dealer, dice)
         except (TypeError, ValueError, LookupError, WinInputError):
             self._emit(ev.Learnt(time=self._now, fact="command_over", value=None))
-            self._phase("dice", f"the dice read {result!r}: roll again (press confirm)")
+            self._phase("dice", "dice_unreadable", read=repr(result))
             return
         value = {
             "dice": list(dice),
@@ -208,7 +225,7 @@ class TableController:
             "kaibao": kaibao(dice, _profile(s.profile)),
         }
         self._emit(ev.Learnt(time=self._now, fact="dice", value=value))
-        self._phase("playing", f"dice {dice[0]}+{dice[1]}: seat {wb.wall}'s wall breaks")
+        self._phase("playing", "wall_breaks", die1=dice[0], die2=dice[1], seat=wb.wall)
 
     def _on_command_failed(self, e: ev.CommandFailed) -> None:
         s = self.state
@@ -225,7 +242,7 @@ class TableController:
             return
         if e.reason in BLOCKING_FAULTS or e.reason == "lid_open":
             self._fault(e.reason, True, e.message)
-        self._phase(s.phase, f"{e.message or e.reason}: fix it, then press confirm")
+        self._phase(s.phase, "hardware_failed", failure=e.reason, message=e.message or e.reason)
 
     def _resume_hardware(self) -> None:
         """Ask again for the hardware step a fault stopped, once nothing blocks it."""
@@ -235,7 +252,7 @@ class TableController:
         if s.faults.keys() & (BLOCKING_FAULTS | {"lid_open"}):
             return
         command = "prepare_walls" if s.phase == "shuffling" else "dice"
-        self._phase(s.phase, "going on")
+        self._phase(s.phase, "going_on")
         self._emit(ev.CommandRequested(time=self._now, command=command))
 
     def _retry_hardware(self) -> None:
@@ -276,12 +293,12 @@ class TableController:
             self._emit(
                 ev.WinDeclared(time=self._now, seat=e.seat, how="eight_flowers", source="camera")
             )
-            self._phase("reading", f"八花齐: seat {e.seat} holds all eight flowers")
+            self._phase("reading", "eight_flowers", seat=e.seat)
             self._read()
         elif s.phase == "reading":
             self._read()
         elif s.phase == "confirming" and e.seat in s.winners:
-            self._phase("reading", f"seat {e.seat}'s tiles changed: reading again")
+            self._phase("reading", "tiles_changed", seat=e.seat)
             self._read()
 
     # -- the seat panel --------------------------------------------------------------------------
@@ -300,53 +317,63 @@ class TableController:
                 self._drawn(f"declared drawn at seat {seat}")
         elif s.phase == "win_declared":
             self._how_from_panel(seat, button, long)
+        elif s.phase in ("reading", "confirming") and button == "win" and long:
+            if seat in _standing(s.winners):  # taken back while the hand is read (诈胡)
+                self._cancel_win(seat)
         elif s.phase == "confirming" and button == "confirm":
             q = s.open_questions
             if q and q[0].kind in ("gangkai", "ready") and q[0].seat in (seat, None):
                 self._answered(q[0].id, not long, f"seat {seat}")
             elif not q and not long:
-                self._settle(f"seat {seat}")
+                self._settle(f"seat {seat}", seat)
 
     def _how_from_panel(self, seat: int, button: str, long: bool) -> None:
-        s = self.state
+        # a win taken back stays in the state as "withdrawn": it is no longer a winner
+        winners = _standing(self.state.winners)
         if button == "win":
-            if seat in s.winners and long:  # the winner takes it back (诈胡 withdrawn)
+            if seat in winners and long:  # the winner takes it back (诈胡 withdrawn)
                 self._cancel_win(seat)
-            elif seat not in s.winners and not long:
+            elif seat not in winners and not long:
                 self._declare(seat, None, None, "panel")  # a second winner on one discard
             return
-        if seat in s.winners:
-            if len(s.winners) == 1 and not long:
-                self._set_how("self_draw", None, f"seat {seat} confirmed a self-draw")
+        if seat in winners:
+            if len(winners) == 1 and not long:
+                self._set_how("self_draw", None, "self_draw_confirmed", seat=seat)
         else:
             how = "robbing_kong" if long else "discard"
-            self._set_how(how, seat, f"seat {seat} confirmed the {how.replace('_', ' ')}")
+            self._set_how(how, seat, how + "_confirmed", seat=seat)
 
     def _declare(self, seat: int, how: str | None, discarder: int | None, source: str) -> None:
         self._emit(
             ev.WinDeclared(time=self._now, seat=seat, how=how, discarder=discarder, source=source)
         )
         if how is None:
-            self._phase("win_declared", f"seat {seat} declares 胡: the discarder presses confirm")
+            self._phase("win_declared", "win_declared", seat=seat)
         else:
-            self._phase("reading", f"seat {seat} wins: lay the hand open")
+            self._phase("reading", "wins", seat=seat)
             self._read()
 
-    def _set_how(self, how: str, discarder: int | None, reason: str) -> None:
-        for seat in sorted(self.state.winners):
+    def _set_how(self, how: str, discarder: int | None, key: str, **args: Any) -> None:
+        for seat in sorted(_standing(self.state.winners)):
             self._emit(
                 ev.WinDeclared(
                     time=self._now, seat=seat, how=how, discarder=discarder, source="panel"
                 )
             )
-        self._phase("reading", reason + ": lay the hand open")
+        self._phase("reading", key, **args)
         self._read()
 
     def _cancel_win(self, seat: int) -> None:
         s = self.state
         self._emit(ev.WinDeclared(time=self._now, seat=seat, how="withdrawn", source="panel"))
-        if all(w.how == "withdrawn" for w in s.winners.values()):
-            self._phase("playing", f"seat {seat} withdrew the win")
+        standing = _standing(s.winners)
+        if not standing:
+            self._phase("playing", "win_withdrawn", seat=seat)
+        elif any(w.how is None for w in standing.values()):
+            first = min(k for k, w in standing.items() if w.how is None)
+            self._phase("win_declared", "win_declared", seat=first)
+        else:  # the others' wins stand: read them again without this one
+            self._read()
 
     # -- requests from the dashboard and the command line -------------------------------------
 
@@ -410,7 +437,7 @@ class TableController:
             self._emit(
                 ev.WinDeclared(time=self._now, seat=seat, how=how, discarder=discarder, source=by)
             )
-            self._set_how(how, discarder, f"{by} declared how seat {seat} won")
+            self._set_how(how, discarder, "how_declared", by=by, seat=seat)
 
     def _request_declare_drawn(self, args: dict[str, Any], by: str) -> None:
         if self.state.phase != "playing":
@@ -458,7 +485,7 @@ class TableController:
                 )
         else:
             raise RequestRefused("field: 'seat' (its flowers, melds, tiles) or 'how'")
-        self._phase("reading", f"corrected from the {by}")
+        self._phase("reading", "corrected", by=by)
         self._read()
 
     def _correct_seat(self, seat: int, value: Any, change: str) -> None:
@@ -502,9 +529,9 @@ class TableController:
             )
         )
         if last.outcome == "settled":
-            self._phase("confirming", "undone: correct the hand, then confirm it again")
+            self._phase("confirming", "undone_settled")
         else:
-            self._phase("playing", "the drawn hand was undone: play on")
+            self._phase("playing", "undone_drawn")
 
     def _request_clear_fault(self, args: dict[str, Any], by: str) -> None:
         self._retry_hardware()
@@ -524,7 +551,7 @@ class TableController:
                 huangfan=s.huangfan,
             )
         )
-        self._phase("shuffling", "lowering, shuffling and raising the walls")
+        self._phase("shuffling", "shuffling")
         self._emit(ev.CommandRequested(time=self._now, command="prepare_walls"))
 
     def _drawn(self, reason: str) -> None:
@@ -541,9 +568,10 @@ class TableController:
                 reason=reason,
             )
         )
-        self._phase("idle", f"hand {s.hand} drawn (流局): press confirm for the next hand")
+        self._phase("idle", "drawn", hand=s.hand)
 
-    def _settle(self, by: str) -> None:
+    def _settle(self, by: str, seat: int | None = None) -> None:
+        """Settle the proposal, confirmed ``by`` someone (at ``seat``, from its panel)."""
         s = self.state
         p = s.proposal
         assert p is not None
@@ -561,52 +589,54 @@ class TableController:
                 corrected=list(s.corrected),
             )
         )
-        self._phase(
-            "idle", f"hand {s.hand} settled (confirmed by {by}): press confirm for the next hand"
-        )
+        if seat is None:
+            self._phase("idle", "settled", hand=s.hand, by=by)
+        else:
+            self._phase("idle", "settled_at_seat", hand=s.hand, seat=seat)
 
     # -- reading the win -------------------------------------------------------------------------
 
     def _read(self) -> None:
         """Build the wins from what the table shows; ask what is missing; propose."""
         s = self.state
-        winners = {k: w for k, w in s.winners.items() if w.how != "withdrawn"}
+        winners = _standing(s.winners)
         if not winners:
             return
+        if len(winners) > 1 and any(w.how not in (None, "discard") for w in winners.values()):
+            # only one discard can be won by several seats at once: the table says so and
+            # waits for the others to take their 胡 back
+            self._phase("reading", "one_winner_only", seats=len(winners))
+            return
         waiting = self._missing(winners)
-        if waiting:
-            self._phase("reading", waiting)
+        if waiting is not None:
+            self._phase("reading", waiting[0], **waiting[1])
             return
         wins = self._wins(winners)
         if wins is None:
-            self._phase("confirming", "a question is open")
+            self._phase("confirming", "question_open")
             return
         settlement = settle(wins, _profile(s.profile))
         if not settlement.valid:
             for r in settlement.results:
                 if not r.valid:
-                    self._ask(
-                        "seat",
-                        f"seat {r.win.winner}'s tiles as read do not win ({r.refusal}): "
-                        "check and correct them",
-                        r.win.winner,
-                    )
-            self._phase("confirming", "a question is open")
+                    self._ask("seat", "not_a_win_because", r.win.winner, refusal=str(r.refusal))
+            self._phase("confirming", "question_open")
             return
         self._propose(wins, settlement)
 
-    def _missing(self, winners: dict[int, ev.WinDeclared]) -> str:
+    def _missing(self, winners: dict[int, ev.WinDeclared]) -> tuple[str, dict[str, Any]] | None:
+        """What the reading waits for (a reason's key and its arguments), if anything."""
         s = self.state
         for seat, w in sorted(winners.items()):
             if w.how is None:
-                return f"seat {seat} declares 胡: the discarder presses confirm"
+                return "win_declared", {"seat": seat}
             if w.how == "eight_flowers":
                 continue
             want = 14 - 3 * len(s.seats[seat].melds)
             have = len(parse_tiles(s.seats[seat].open_tiles))
             if have != want:
-                return f"waiting for seat {seat}'s hand laid open ({have} of {want} tiles seen)"
-        return ""
+                return "waiting_hand", {"seat": seat, "have": have, "want": want}
+        return None
 
     def _wins(self, winners: dict[int, ev.WinDeclared]) -> list[Win] | None:
         """The wins, or None when a question had to be asked first."""
@@ -614,7 +644,7 @@ class TableController:
         pending = False
         for seat in sorted(winners):
             if s.seats[seat].flags:
-                self._ask("seat", _seat_question(seat, s.seats[seat]), seat)
+                self._ask("seat", "camera_unsure", seat, **_seat_question(s.seats[seat]))
                 pending = True
         if pending:
             return None
@@ -635,9 +665,7 @@ class TableController:
             flowers = tuple(parse_tiles(view.flowers))
             tiles = parse_tiles(view.open_tiles)
         except HandError as exc:
-            self._ask(
-                "seat", f"seat {seat}'s tiles as read are not possible ({exc}): correct them", seat
-            )
+            self._ask("seat", "impossible_tiles", seat, error=str(exc))
             return None
         how = WinType(w.how)
         pairs = _bound_pairs(s.seats)
@@ -685,17 +713,10 @@ class TableController:
         if isinstance(answer, str) and answer in options:
             return options[answer][0]
         if not options:
-            self._ask(
-                "seat", f"seat {seat}'s tiles as read do not win: check and correct them", seat
-            )
+            self._ask("seat", "not_a_win", seat)
             return None
         if len({v[1] for v in options.values()}) > 1:
-            self._ask(
-                "winning_tile",
-                f"which tile did seat {seat} win on? It changes the score",
-                seat,
-                sorted(options),
-            )
+            self._ask("winning_tile", "winning_tile", seat, sorted(options))
             return None
         return next(iter(options.values()))[0]
 
@@ -720,12 +741,7 @@ class TableController:
                 return is_ready(hand, _profile(s.profile))
         except HandError:
             pass
-        self._ask(
-            "ready",
-            f"承包: was seat {d} ready (听牌) when discarding? Lay the hand open, or answer",
-            d,
-            [True, False],
-        )
+        self._ask("ready", "ready", d, [True, False])
         return ...
 
     def _gangkai(self, seat: int, w: ev.WinDeclared) -> Any:
@@ -749,12 +765,7 @@ class TableController:
         if gap >= self.settings.gangkai_none_s:
             return {}
         what = "kong" if last == "kong" else "flower"
-        self._ask(
-            "gangkai",
-            f"杠开? Did seat {seat} win on the replacement tile of their {what}?",
-            seat,
-            [True, False],
-        )
+        self._ask("gangkai", "gangkai_" + what, seat, [True, False])
         return ...
 
     def _propose(self, wins: list[Win], settlement: Settlement) -> None:
@@ -767,7 +778,7 @@ class TableController:
                 settlement=settlement_to_dict(settlement),
             )
         )
-        self._phase("confirming", "check the settlement, then press confirm")
+        self._phase("confirming", "check_settlement")
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -778,6 +789,11 @@ def _build(hand: Hand, fields: dict[str, Any]) -> Win | None:
         return Win(hand=hand, **fields)
     except (WinInputError, HandError):
         return None
+
+
+def _standing(winners: dict[int, ev.WinDeclared]) -> dict[int, ev.WinDeclared]:
+    """The seats that have declared 胡 and not taken it back."""
+    return {k: w for k, w in winners.items() if w.how != "withdrawn"}
 
 
 def _is_kong(meld: ev.MeldJson) -> bool:
@@ -801,12 +817,14 @@ def _bound_pairs(seats: list[SeatState]) -> set[tuple[int, int]]:
     return pairs
 
 
-def _seat_question(seat: int, view: SeatState) -> str:
+def _seat_question(view: SeatState) -> dict[str, str]:
+    """The arguments of the question on a seat the camera is unsure of: what it is unsure
+    of (the camera's notes, in English) and what it read, in the notation."""
     melds = " ".join(
         f"[{m.tiles}<{m.source}]" if m.source is not None else f"[{m.tiles}]" for m in view.melds
     )
     shown = " ".join(x for x in (view.flowers, melds, view.open_tiles) if x)
-    return f"seat {seat}: the camera is unsure ({'; '.join(view.flags)}). Read as: {shown}. Right?"
+    return {"flags": "; ".join(view.flags), "shown": shown}
 
 
 def _seat(value: Any, name: str) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from controller.table import events as ev
 from controller.table.ledger import amount_json
 from controller.table.ledger import parse_amount as amount
+from controller.table.messages import reason_text
 
 SEATS = 4
 
@@ -85,7 +86,9 @@ class TableState:
     dealer: int = 0
     huangfan: int = 0  # the counter as the current (or next) hand starts
     phase: str = "idle"
-    phase_reason: str = ""
+    phase_reason: str = ""  # in English
+    phase_key: str = ""  # the reason's key (controller.table.messages), "" in older logs
+    phase_args: dict[str, Any] = field(default_factory=dict)
     phase_since: float = 0.0
     faults: dict[str, str] = field(default_factory=dict)
     pending_command: ev.CommandRequested | None = None
@@ -137,6 +140,8 @@ class TableState:
             "huangfan": self.huangfan,
             "phase": self.phase,
             "phase_reason": self.phase_reason,
+            "phase_key": self.phase_key,
+            "phase_args": dict(self.phase_args),
             "faults": dict(self.faults),
             "dice": list(self.dice) if self.dice else None,
             "wall": self.wall,
@@ -167,7 +172,9 @@ def _session(s: TableState, e: ev.SessionStarted) -> None:
     s.dealer, s.hand, s.huangfan = e.dealer, 0, 0
     s.totals = [Fraction(0)] * SEATS
     s.closed = []
-    s.phase, s.phase_reason, s.phase_since = "idle", "a new session", e.time
+    s.phase, s.phase_since = "idle", e.time
+    s.phase_key, s.phase_args = "session_started", {}
+    s.phase_reason = reason_text(s.phase_key, s.phase_args)
     _clear_hand(s)
 
 
@@ -184,6 +191,8 @@ def _clear_hand(s: TableState) -> None:
 
 def _phase(s: TableState, e: ev.PhaseChanged) -> None:
     s.phase, s.phase_reason, s.phase_since = e.phase, e.reason, e.time
+    # an event older than the keys has none: the page shows its English reason
+    s.phase_key, s.phase_args = e.key, dict(e.args)
 
 
 def _fault(s: TableState, e: ev.FaultChanged) -> None:

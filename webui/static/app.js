@@ -398,10 +398,60 @@
     return parts.join("");
   }
 
+  // ---------------------------------------------------------------------------------------
+  // The server's words (pure): controller/table/messages.py
+  // ---------------------------------------------------------------------------------------
+
+  /** The arguments of a server message that name a seat (0-3): said as the seat's name. */
+  const SEAT_ARGS = ["seat", "discarder"];
+  /** The arguments whose values are words of the dictionary: by.dashboard, failure.jam. */
+  const ARG_WORDS = { by: "by.", failure: "failure." };
+
+  /** `template` with each {name} filled from `vars`; null when one is missing. */
+  function fillIn(template, vars) {
+    let missing = false;
+    const text = String(template).replace(/\{(\w+)\}/g, (m, k) => {
+      if (vars[k] === undefined || vars[k] === null) {
+        missing = true;
+        return m;
+      }
+      return String(vars[k]);
+    });
+    return missing ? null : text;
+  }
+
+  /**
+   * A message of the server's (a phase's reason, a question) in the page's language.
+   * `word(key)` gives a dictionary entry (undefined where there is none); `prefix` is
+   * "reason" or "question"; `key` and `args` are the message's key and arguments as the
+   * server sent them; `english` the text it wrote, said instead where the key is empty or
+   * unknown (an event older than the keys, a newer server) or an argument is missing;
+   * `seatName(seat)` names a seat. A failure the dictionary has no word for is said as the
+   * hardware said it (its `message`).
+   */
+  function serverText(word, prefix, key, args, english, seatName) {
+    const fallback = english === null || english === undefined ? "" : String(english);
+    const template = key ? word(prefix + "." + key) : undefined;
+    if (template === undefined || template === null) return fallback;
+    const a = args && typeof args === "object" ? args : {};
+    const vars = {};
+    for (const [name, value] of Object.entries(a)) {
+      const family = ARG_WORDS[name];
+      const said = family && typeof value === "string" ? word(family + value) : undefined;
+      if (SEAT_ARGS.includes(name) && Number.isInteger(value)) vars[name] = seatName(value);
+      else if (said !== undefined) vars[name] = said;
+      else if (name === "failure" && a.message) vars[name] = a.message;
+      else vars[name] = value;
+    }
+    const text = fillIn(template, vars);
+    return text === null ? fallback : text;
+  }
+
   const pure = {
     NotationError, expandTiles, parseTiles, compressTiles, tileInfo, tileName, meldKind,
     parseMelds, formatMeld, meldLayout, unsureCodes, seatWind, seatPosition, toNumber,
-    fmtAmount, seatPayments, winsOf, cumulative, isZeroSum, esc, chartSvg,
+    fmtAmount, seatPayments, winsOf, cumulative, isZeroSum, esc, chartSvg, serverText,
+    SEAT_ARGS,
   };
 
   // Under node (the tests) there is no document: hand over the pure functions and stop.
@@ -634,6 +684,13 @@
   function seatName(names, seat) {
     const n = names && names[seat];
     return n ? n : t("seat.n", { n: seat });
+  }
+
+  /** A message of the server's in this device's language, seats by their `names`, the
+   * server's English where the dictionary has no words for it (see serverText). */
+  function serverSays(prefix, key, args, english, names) {
+    const word = (k) => (DICT[lang][k] !== undefined ? DICT[lang][k] : DICT.en[k]);
+    return serverText(word, prefix, key, args, english, (seat) => seatName(names, seat));
   }
 
   /**
@@ -1110,7 +1167,7 @@
 
   const App = Object.assign({}, pure, {
     prefs, params, t, tOr, applyI18n, setLang, onLang, h, tileEl, tilesEl, meldEl, handEl,
-    settlementEl, winEl, huaSource, howText, seatName, toast, ApiError, getJSON, post,
+    settlementEl, winEl, huaSource, howText, seatName, serverSays, toast, ApiError, getJSON, post,
     errorText, action, connect, refresh, emitState, askConfirm, setKiosk, kioskOn,
     get lang() {
       return lang;

@@ -114,7 +114,7 @@
     const phase = $("phase");
     phase.dataset.phase = state.phase;
     phase.textContent = A.tOr("phase." + state.phase, state.phase);
-    $("phase-reason").textContent = state.phase_reason || "";
+    $("phase-reason").textContent = A.serverSays("reason", state.phase_key, state.phase_args, state.phase_reason, names());
     $("hand-no").textContent = state.session ? t("centre.hand", { n: state.hand, session: state.session }) : t("centre.no_session");
     $("profile").textContent = t("centre.profile", { name: state.profile });
     $("stake").textContent = t("centre.stake", { n: A.fmtAmount(state.stake) });
@@ -196,11 +196,16 @@
     return A.tOr("answer." + opt, String(opt));
   }
 
+  /** A question's words in this device's language (the server's English for an old one). */
+  function questionText(q) {
+    return A.serverSays("question", q.key, q.args, q.text, names());
+  }
+
   function questionEl(q) {
     const about = q.seat === null || q.seat === undefined ? "" : A.seatName(names(), q.seat);
     const box = h("div", { class: "question", testid: "question-" + q.id, dataset: { kind: q.kind, id: String(q.id) } },
       h("p", { class: "q-kind" }, A.tOr("q." + q.kind, q.kind, { seat: about })),
-      h("p", { class: "q-text" }, q.text));
+      h("p", { class: "q-text" }, questionText(q)));
     const buttons = h("div", { class: "q-options" });
     const answer = (value) => A.action("answer", { question: q.id, value });
     if ((q.options || []).length) {
@@ -336,7 +341,7 @@
     $("edit-seat").disabled = Boolean(question);
     const note = $("edit-question");
     note.hidden = !question;
-    note.textContent = question ? question.text : "";
+    note.textContent = question ? questionText(question) : "";
     loadSeat(seat);
     $("seat-editor").showModal();
     $("edit-open").focus();
