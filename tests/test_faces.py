@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 from controller.errors import ModelError
 from controller.rules.tiles import parse_tiles
-from vision.faces import FaceSet, art_faces, procedural_faces
-from vision.labels import BACK, NUM_LABELS
+from vision.faces import FaceSet, art_faces, back_face, procedural_faces, tile_body
+from vision.labels import BACK, NUM_LABELS, label_name
 
 
 def _distinct(faces: FaceSet) -> float:
@@ -50,7 +52,12 @@ def test_bad_labels_and_sizes():
         FaceSet("broken", {0: faces.face(0)})
 
 
+def _needs_resvg() -> None:
+    pytest.importorskip("resvg_py", reason="the train extra (resvg-py) is not installed")
+
+
 def test_art_faces_from_the_shared_sheet(shared_data):
+    _needs_resvg()
     for sheet in ("uni.svg", "unib.svg"):
         faces = art_faces(shared_data / "tile-art", 72, sheet=sheet)
         assert faces.size == (72, 96)
@@ -60,7 +67,32 @@ def test_art_faces_from_the_shared_sheet(shared_data):
         assert np.abs(one_dot - one_dot[5, 36]).sum(axis=2).max() > 150
 
 
+def test_art_faces_draw_every_label_on_the_body_asked_for(shared_data):
+    _needs_resvg()
+    body, back = (180, 200, 230), (200, 60, 40)
+    faces = art_faces(shared_data / "tile-art", 60, body=body, back=back)
+    plain = tile_body(60, body=body).astype(np.int16)
+    assert faces.name == "art:uni.svg" and faces.size == (60, 80)
+    for label in range(NUM_LABELS):
+        img = faces.face(label)
+        assert img.shape == (80, 60, 3) and img.dtype == np.uint8 and not img.flags.writeable
+        if label == BACK:
+            assert np.array_equal(img, back_face(60, colour=back, body=body))
+            continue
+        ink = np.abs(img.astype(np.int16) - plain).max(axis=2)
+        # every tile's art is drawn, inside the border: the body's edge is left as it was
+        assert (ink > 60).sum() > 20, label_name(label)
+        assert ink[:2].max() == ink[-2:].max() == ink[:, :2].max() == ink[:, -2:].max() == 0
+
+
+def test_art_faces_without_resvg_say_to_install_the_train_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "resvg_py", None)  # `import resvg_py` raises ImportError
+    with pytest.raises(ModelError, match=r"needs resvg-py: pip install -e '\.\[train\]'"):
+        art_faces(tmp_path)
+
+
 def test_art_faces_missing_sheet(tmp_path):
+    _needs_resvg()
     with pytest.raises(ModelError, match="cannot read the tile art"):
         art_faces(tmp_path)
     (tmp_path / "wikimedia-pd").mkdir()
@@ -69,71 +101,24 @@ def test_art_faces_missing_sheet(tmp_path):
         art_faces(tmp_path)
 
 
-@pytest.mark.parametrize("broken", ['<path d="M1 2 L3"/>', '<rect x="1px" width="5" height="5"/>'])
-def test_art_that_cannot_be_drawn_names_its_symbol(tmp_path, broken):
+def test_art_that_draws_nothing_names_its_symbol(tmp_path):
+    _needs_resvg()
     from vision.faces import _ART_IDS
 
     symbols = [
         f'<symbol id="{sym}" viewBox="0 0 10 10"><rect x="1" y="1" width="8" height="8"/></symbol>'
         for sym in _ART_IDS.values()
     ]
-    first = next(iter(_ART_IDS.values()))
-    symbols[0] = f'<symbol id="{first}" viewBox="0 0 10 10">{broken}</symbol>'
     (tmp_path / "wikimedia-pd").mkdir()
-    (tmp_path / "wikimedia-pd" / "uni.svg").write_text(
-        "<svg xmlns='http://www.w3.org/2000/svg'>" + "".join(symbols) + "</svg>"
-    )
-    with pytest.raises(ModelError, match=f"symbol '{first}' .* cannot be drawn"):
+    sheet = tmp_path / "wikimedia-pd" / "uni.svg"
+    sheet.write_text("<svg xmlns='http://www.w3.org/2000/svg'>" + "".join(symbols) + "</svg>")
+    assert art_faces(tmp_path, 48).size == (48, 64)  # symbols, not only nested <svg>s, are drawn
+    first = next(iter(_ART_IDS.values()))
+    # a reference to nothing would give a blank face, which training would learn as that tile
+    symbols[0] = f'<symbol id="{first}" viewBox="0 0 10 10"><use href="#nowhere"/></symbol>'
+    sheet.write_text("<svg xmlns='http://www.w3.org/2000/svg'>" + "".join(symbols) + "</svg>")
+    with pytest.raises(ModelError, match=f"symbol '{first}' .* draws nothing"):
         art_faces(tmp_path, 48)
-
-
-@pytest.mark.parametrize(
-    ("compact", "spaced"),
-    [
-        ("M0 0a5 5 0 00.5 10", "M0 0 a5 5 0 0 0 0.5 10"),
-        ("M0 0a5 5 0 1110 0", "M0 0 a5 5 0 1 1 10 0"),
-        ("M0 0A5 5 0 0 1.5.5", "M0 0 A5 5 0 0 1 .5 .5"),
-    ],
-)
-def test_arc_flags_written_together_read_as_spaced(compact: str, spaced: str) -> None:
-    from vision.faces import _path_polygons
-
-    (a,) = _path_polygons(compact)
-    (b,) = _path_polygons(spaced)
-    assert np.allclose(a, b)
-
-
-def test_an_arc_flag_that_is_not_0_or_1_is_refused() -> None:
-    from vision.faces import _path_polygons
-
-    with pytest.raises(ValueError, match="arc flag"):
-        _path_polygons("M0 0 a5 5 0 2 0 10 0")
-
-
-@pytest.mark.timeout(10)
-def test_numbers_after_a_closepath_are_an_error_not_a_hang():
-    from vision.faces import _path_polygons
-
-    with pytest.raises(ValueError, match="after a closepath"):
-        _path_polygons("M0 0 L10 0 L10 10 Z 5 5")
-
-
-def test_a_subpath_drawn_on_after_a_closepath_starts_where_that_one_did():
-    from vision.faces import _path_polygons
-
-    polys = _path_polygons("M0 0 L10 0 L10 10 Z L0 10 L0 20")
-    assert len(polys) == 2 and tuple(polys[1][0]) == (0.0, 0.0)
-
-
-def test_colours_are_read_or_refused_never_guessed_black():
-    from vision.faces import _colour
-
-    assert _colour("rgb(255, 0, 0)") == (0, 0, 255)
-    assert _colour("rgb(100%, 50%, 0%)") == (0, 128, 255)
-    assert _colour("green") == (0, 128, 0) and _colour("Blue") == (255, 0, 0)
-    assert _colour("#0f0") == (0, 255, 0) and _colour("none") is None
-    with pytest.raises(ValueError, match="does not know"):
-        _colour("currentColor")
 
 
 def test_flowers_carry_the_numbers_real_sets_print():

@@ -6,8 +6,8 @@ upright tile with width:height = 3:4. Two sources:
 - :func:`procedural_faces` draws all 43 faces (42 tile faces and the back) with OpenCV
   primitives, in code only, so the product and the simulator have tile pictures on any machine.
 - :func:`art_faces` builds a set from the public-domain art sheet in ``../shared/data/tile-art/``
-  (``wikimedia-pd/uni.svg``), read by a small SVG rasteriser of its own (paths, ``use``,
-  transforms, nested ``svg`` viewports). It is used for training only; no art is committed.
+  (``wikimedia-pd/uni.svg``), drawn by resvg (``resvg_py``, in the ``train`` extra, imported
+  only when art is drawn). It is used for training only; no art is committed.
 
 Both put the face on the same kind of tile body (ivory with a rounded border), whose colours can
 be changed to imitate another set.
@@ -16,7 +16,6 @@ be changed to imitate another set.
 from __future__ import annotations
 
 import math
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -484,7 +483,7 @@ def procedural_faces(
 
 
 # --------------------------------------------------------------------------------------------
-# Art faces: a small SVG rasteriser for the public-domain sheet
+# Art faces: the public-domain sheet, drawn by resvg (the train extra's resvg-py)
 
 _ART_IDS: dict[int, str] = {
     **{i: f"t_ch{i + 1}" for i in range(9)},
@@ -506,9 +505,12 @@ _ART_IDS: dict[int, str] = {
     40: "t_fl_bamboo",
     41: "t_fl_chrysanthemum",
 }
+_SVG = "{http://www.w3.org/2000/svg}"
 _XLINK = "{http://www.w3.org/1999/xlink}href"
-_NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_CMD = re.compile(r"[MmLlHhVvCcSsQqTtAaZz]|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_ART_VIEWBOX = (0.0, 0.0, 74.7, 95.1)
+"""The face a tile's art fills, where its element gives no viewBox of its own."""
+_ART_MARGIN = 0.06
+"""Part of the tile's width and height left between the art and each edge (the border)."""
 
 
 def art_faces(
@@ -522,372 +524,81 @@ def art_faces(
     """A face set drawn from the public-domain sheet ``wikimedia-pd/<sheet>`` in
     ``tile_art_dir`` (``uni.svg`` in colour, ``unib.svg`` in black lines).
 
-    Raises :class:`~controller.errors.ModelError` when the sheet is missing or unreadable, or
-    a symbol in it cannot be drawn.
+    Each tile's element of the sheet is drawn by resvg (``resvg_py``, of the train extra) into
+    the face inside the tile's border, and laid on :func:`tile_body`.
+
+    Raises :class:`~controller.errors.ModelError` when ``resvg_py`` is not installed, the sheet
+    is missing or unreadable, or a tile's element in it is missing or draws nothing.
     """
+    try:
+        import resvg_py
+    except ImportError:
+        raise ModelError("drawing the tile art needs resvg-py: pip install -e '.[train]'") from None
     path = Path(tile_art_dir) / "wikimedia-pd" / sheet
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as exc:
         raise ModelError(f"cannot read the tile art {path}: {exc}") from None
     ids = {el.get("id"): el for el in root.iter() if el.get("id")}
+    # one document per tile: the whole sheet as definitions (nothing of its own layout drawn)
+    # and a <use> of the tile's element, fitted into the face inside the tile's border
+    defs = ET.Element(f"{_SVG}defs")
+    defs.extend(list(root))
+    h = round(width * 4 / 3)
+    m = _ART_MARGIN
     faces: dict[int, np.ndarray] = {}
     for label, sym in _ART_IDS.items():
         el = ids.get(sym)
         if el is None:
             raise ModelError(f"the tile art {path} has no symbol {sym!r} for {label_name(label)}")
-        img = tile_body(width, body=body)
-        h = img.shape[0]
-        ss = 4  # supersampling
-        canvas = cv2.resize(img, (width * ss, h * ss), interpolation=cv2.INTER_NEAREST)
-        vb = _viewbox(el) or (0.0, 0.0, 74.7, 95.1)
-        # the art's viewBox is the face; fit it inside the tile's border
-        m = 0.06
-        fw, fh = width * ss * (1 - 2 * m), h * ss * (1 - 2 * m)
-        s = min(fw / vb[2], fh / vb[3])
-        ox = width * ss * m + (fw - vb[2] * s) / 2 - vb[0] * s
-        oy = h * ss * m + (fh - vb[3] * s) / 2 - vb[1] * s
-        mat = np.array([[s, 0, ox], [0, s, oy], [0, 0, 1]], np.float64)
+        vb = _viewbox(el)
+        doc = ET.Element(
+            f"{_SVG}svg", {"width": str(width), "height": str(h), "viewBox": f"0 0 {width} {h}"}
+        )
+        doc.append(defs)
+        # the art's viewBox met and centred in the face (preserveAspectRatio's default)
+        face = ET.SubElement(
+            doc,
+            f"{_SVG}svg",
+            {
+                "x": repr(width * m),
+                "y": repr(h * m),
+                "width": repr(width * (1 - 2 * m)),
+                "height": repr(h * (1 - 2 * m)),
+                "viewBox": " ".join(map(repr, vb or _ART_VIEWBOX)),
+            },
+        )
+        use = {_XLINK: f"#{sym}"}
+        if vb:  # an <svg> or <symbol>: its viewport is the whole face
+            use.update(x=repr(vb[0]), y=repr(vb[1]), width=repr(vb[2]), height=repr(vb[3]))
+        ET.SubElement(face, f"{_SVG}use", use)
         try:
-            for child in el:
-                _draw_svg(canvas, child, mat, ids, depth=0)
-        except (ValueError, IndexError, KeyError, cv2.error) as exc:
-            # a hand-edited or truncated sheet: name the symbol rather than crash in the parser
+            png = resvg_py.svg_to_bytes(
+                svg_string=ET.tostring(doc, encoding="unicode"), skip_system_fonts=True
+            )
+        except ValueError as exc:
             raise ModelError(
-                f"the tile art {path}: symbol {sym!r} ({label_name(label)}) cannot be drawn: "
-                f"{exc!r}"
+                f"the tile art {path}: symbol {sym!r} ({label_name(label)}) cannot be drawn: {exc}"
             ) from None
-        faces[label] = cv2.resize(canvas, (width, h), interpolation=cv2.INTER_AREA)
+        rgba = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)
+        if rgba is None or rgba.shape != (h, width, 4) or not rgba[..., 3].any():
+            # a reference to nothing, or art outside its viewBox: no face rather than a blank one
+            raise ModelError(
+                f"the tile art {path}: symbol {sym!r} ({label_name(label)}) draws nothing"
+            )
+        alpha = rgba[..., 3:].astype(np.float32) / 255  # resvg's PNG: BGRA once decoded, straight
+        tile = tile_body(width, body=body).astype(np.float32)
+        faces[label] = np.round(rgba[..., :3] * alpha + tile * (1 - alpha)).astype(np.uint8)
     faces[BACK] = back_face(width, colour=back, body=body)
     return FaceSet(f"art:{sheet}", faces)
 
 
-def _tag(el: ET.Element) -> str:
-    return el.tag.rsplit("}", 1)[-1]
-
-
 def _viewbox(el: ET.Element) -> tuple[float, float, float, float] | None:
-    vb = el.get("viewBox")
-    if not vb:
+    try:
+        v = [float(t) for t in (el.get("viewBox") or "").replace(",", " ").split()]
+    except ValueError:
         return None
-    v = [float(t) for t in _NUM.findall(vb)]
-    return (v[0], v[1], v[2], v[3]) if len(v) == 4 else None
-
-
-def _parse_transform(text: str | None) -> np.ndarray:
-    mat = np.eye(3)
-    if not text:
-        return mat
-    for name, args in re.findall(r"(\w+)\s*\(([^)]*)\)", text):
-        v = [float(t) for t in _NUM.findall(args)]
-        m = np.eye(3)
-        if name == "matrix" and len(v) == 6:
-            m[:2] = [[v[0], v[2], v[4]], [v[1], v[3], v[5]]]
-        elif name == "translate" and v:
-            m[0, 2], m[1, 2] = v[0], v[1] if len(v) > 1 else 0.0
-        elif name == "scale" and v:
-            m[0, 0], m[1, 1] = v[0], v[1] if len(v) > 1 else v[0]
-        elif name == "rotate" and v:
-            a = math.radians(v[0])
-            r = np.array([[math.cos(a), -math.sin(a), 0], [math.sin(a), math.cos(a), 0], [0, 0, 1]])
-            if len(v) == 3:
-                t1, t2 = np.eye(3), np.eye(3)
-                t1[:2, 2], t2[:2, 2] = (v[1], v[2]), (-v[1], -v[2])
-                r = t1 @ r @ t2
-            m = r
-        mat = mat @ m
-    return mat
-
-
-def _colour(text: str | None) -> Colour | None:
-    if not text or text == "none":
-        return None
-    text = text.strip()
-    if text.startswith("#"):
-        hx = text[1:]
-        if len(hx) == 3:
-            hx = "".join(c * 2 for c in hx)
-        r, g, b = int(hx[0:2], 16), int(hx[2:4], 16), int(hx[4:6], 16)
-        return (b, g, r)
-    if text.startswith("rgb(") and text.endswith(")"):
-        parts = [p.strip() for p in text[4:-1].split(",")]
-        if len(parts) == 3:
-            values = [
-                round(float(p[:-1]) * 255 / 100) if p.endswith("%") else round(float(p))
-                for p in parts
-            ]
-            r, g, b = (min(255, max(0, v)) for v in values)
-            return (b, g, r)
-    bgr = _NAMED_COLOURS.get(text.lower())
-    if bgr is None:
-        # black for what cannot be read would draw a wrong face silently
-        raise ValueError(f"a colour this reader does not know: {text!r}")
-    return bgr
-
-
-_NAMED_COLOURS: dict[str, Colour] = {
-    # CSS's basic colours, as B, G, R
-    "black": (0, 0, 0),
-    "silver": (192, 192, 192),
-    "gray": (128, 128, 128),
-    "grey": (128, 128, 128),
-    "white": (255, 255, 255),
-    "maroon": (0, 0, 128),
-    "red": (0, 0, 255),
-    "purple": (128, 0, 128),
-    "fuchsia": (255, 0, 255),
-    "green": (0, 128, 0),
-    "lime": (0, 255, 0),
-    "olive": (0, 128, 128),
-    "yellow": (0, 255, 255),
-    "navy": (128, 0, 0),
-    "blue": (255, 0, 0),
-    "teal": (128, 128, 0),
-    "aqua": (255, 255, 0),
-}
-
-
-def _style(el: ET.Element, key: str, default: str | None) -> str | None:
-    style = el.get("style") or ""
-    for part in style.split(";"):
-        if ":" in part:
-            k, v = part.split(":", 1)
-            if k.strip() == key:
-                return v.strip()
-    return el.get(key, default)
-
-
-def _draw_svg(
-    canvas: np.ndarray, el: ET.Element, mat: np.ndarray, ids: dict, depth: int, fill: str = "#000"
-) -> None:
-    if depth > 12:  # a reference loop in a broken file
-        return
-    tag = _tag(el)
-    mat = mat @ _parse_transform(el.get("transform"))
-    fill = _style(el, "fill", fill) or fill
-    if tag == "path":
-        polys = _path_polygons(el.get("d", ""))
-        _fill(canvas, polys, mat, _colour(fill))
-        stroke = _colour(_style(el, "stroke", None))
-        if stroke is not None:
-            _stroke(canvas, polys, mat, stroke, float(_style(el, "stroke-width", "1") or 1))
-    elif tag == "rect":
-        x, y = float(el.get("x", 0)), float(el.get("y", 0))
-        w, h = float(el.get("width", 0)), float(el.get("height", 0))
-        poly = [np.array([[x, y], [x + w, y], [x + w, y + h], [x, y + h], [x, y]])]
-        _fill(canvas, poly, mat, _colour(fill))
-        stroke = _colour(_style(el, "stroke", None))
-        if stroke is not None:
-            _stroke(canvas, poly, mat, stroke, float(_style(el, "stroke-width", "1") or 1))
-    elif tag == "use":
-        ref = (el.get(_XLINK) or el.get("href") or "").lstrip("#")
-        target = ids.get(ref)
-        if target is None:
-            return
-        t = np.eye(3)
-        t[0, 2], t[1, 2] = float(el.get("x", 0)), float(el.get("y", 0))
-        _draw_svg(canvas, target, mat @ t, ids, depth + 1, fill)
-    elif tag in ("g", "svg"):
-        for child in el:
-            _draw_svg(canvas, child, mat, ids, depth + 1, fill)
-
-
-def _fill(canvas: np.ndarray, polys: list[np.ndarray], mat: np.ndarray, c: Colour | None) -> None:
-    if c is None or not polys:
-        return
-    pts = [_apply(mat, p) for p in polys if len(p) >= 3]
-    if pts:
-        # fillPoly with every sub-path at once gives the even-odd rule: holes stay open
-        cv2.fillPoly(canvas, pts, c, cv2.LINE_AA, shift=4)
-
-
-def _stroke(
-    canvas: np.ndarray, polys: list[np.ndarray], mat: np.ndarray, c: Colour, width: float
-) -> None:
-    t = max(1, round(width * math.sqrt(abs(np.linalg.det(mat[:2, :2])))))
-    cv2.polylines(canvas, [_apply(mat, p) for p in polys], False, c, t, cv2.LINE_AA, shift=4)
-
-
-def _apply(mat: np.ndarray, pts: np.ndarray) -> np.ndarray:
-    p = pts @ mat[:2, :2].T + mat[:2, 2]
-    return np.round(p * 16).astype(np.int32)
-
-
-def _path_polygons(d: str) -> list[np.ndarray]:
-    """Flatten an SVG path's ``d`` into closed polylines (one per sub-path)."""
-    tokens = _CMD.findall(d)
-    polys: list[list[tuple[float, float]]] = []
-    cur: list[tuple[float, float]] = []
-    x = y = sx = sy = 0.0
-    last_ctrl: tuple[float, float] | None = None
-    last_cmd = ""
-    i = 0
-    cmd = ""
-
-    def num() -> float:
-        nonlocal i
-        v = float(tokens[i])
-        i += 1
-        return v
-
-    def has_num() -> bool:
-        return i < len(tokens) and not tokens[i].isalpha()
-
-    def flag() -> bool:
-        # an arc's flags are one character each and may run into what follows ("00.5" is
-        # the flags 0 and 0 and then .5, not the number 0.5)
-        nonlocal i
-        tok = tokens[i]
-        if tok[0] not in "01":
-            raise ValueError(f"an arc flag is 0 or 1, not {tok!r}")
-        if len(tok) > 1:
-            tokens[i] = tok[1:]
-        else:
-            i += 1
-        return tok[0] == "1"
-
-    while i < len(tokens):
-        if tokens[i].isalpha():
-            cmd = tokens[i]
-            i += 1
-        elif not cmd:
-            i += 1
-            continue
-        rel = cmd.islower()
-        c = cmd.upper()
-        if c == "Z":
-            if cur:
-                polys.append(cur)
-            cur = []
-            x, y = sx, sy
-            last_ctrl, last_cmd = None, "Z"
-            if has_num():  # a closepath takes no numbers: skipping none would loop for ever
-                raise ValueError(f"numbers after a closepath: {tokens[i]!r}")
-            continue
-        if not has_num():
-            continue
-        if c != "M" and not cur:
-            cur = [(x, y)]  # a subpath drawn on after a closepath starts where that one did
-        if c == "M":
-            nx, ny = num(), num()
-            if rel:
-                nx, ny = x + nx, y + ny
-            if cur:
-                polys.append(cur)
-            cur = [(nx, ny)]
-            x, y, sx, sy = nx, ny, nx, ny
-            cmd = "l" if rel else "L"  # further pairs are line-tos
-            last_ctrl = None
-        elif c in "LHV":
-            if c == "L":
-                nx, ny = num(), num()
-                if rel:
-                    nx, ny = x + nx, y + ny
-            elif c == "H":
-                nx, ny = num() + (x if rel else 0.0), y
-            else:
-                nx, ny = x, num() + (y if rel else 0.0)
-            cur.append((nx, ny))
-            x, y = nx, ny
-            last_ctrl = None
-        elif c in "CS":
-            if c == "C":
-                x1, y1 = num(), num()
-                if rel:
-                    x1, y1 = x + x1, y + y1
-            else:
-                x1, y1 = (2 * x - last_ctrl[0], 2 * y - last_ctrl[1]) if (
-                    last_ctrl and last_cmd in "CS") else (x, y)  # fmt: skip
-            x2, y2, nx, ny = num(), num(), num(), num()
-            if rel:
-                x2, y2, nx, ny = x + x2, y + y2, x + nx, y + ny
-            cur.extend(_bezier([(x, y), (x1, y1), (x2, y2), (nx, ny)]))
-            last_ctrl = (x2, y2)
-            x, y = nx, ny
-        elif c in "QT":
-            if c == "Q":
-                x1, y1 = num(), num()
-                if rel:
-                    x1, y1 = x + x1, y + y1
-            else:
-                x1, y1 = (2 * x - last_ctrl[0], 2 * y - last_ctrl[1]) if (
-                    last_ctrl and last_cmd in "QT") else (x, y)  # fmt: skip
-            nx, ny = num(), num()
-            if rel:
-                nx, ny = x + nx, y + ny
-            cur.extend(_bezier([(x, y), (x1, y1), (nx, ny)]))
-            last_ctrl = (x1, y1)
-            x, y = nx, ny
-        elif c == "A":
-            rx, ry, rot = num(), num(), num()
-            large, sweep = flag(), flag()
-            nx, ny = num(), num()
-            if rel:
-                nx, ny = x + nx, y + ny
-            cur.extend(_arc(x, y, rx, ry, rot, large, sweep, nx, ny))
-            x, y = nx, ny
-            last_ctrl = None
-        last_cmd = c
-    if cur:
-        polys.append(cur)
-    return [np.array(p, np.float64) for p in polys if len(p) >= 2]
-
-
-def _bezier(ctrl: list[tuple[float, float]], steps: int = 10) -> list[tuple[float, float]]:
-    p = np.array(ctrl, np.float64)
-    t = np.linspace(0, 1, steps + 1)[1:, None]
-    if len(p) == 3:
-        pts = (1 - t) ** 2 * p[0] + 2 * (1 - t) * t * p[1] + t**2 * p[2]
-    else:
-        pts = (
-            (1 - t) ** 3 * p[0]
-            + 3 * (1 - t) ** 2 * t * p[1]
-            + 3 * (1 - t) * t**2 * p[2]
-            + t**3 * p[3]
-        )
-    return [(float(a), float(b)) for a, b in pts]
-
-
-def _arc(
-    x1: float, y1: float, rx: float, ry: float, rot: float, large: bool, sweep: bool,
-    x2: float, y2: float,
-) -> list[tuple[float, float]]:  # fmt: skip
-    """Points along an SVG elliptical arc (endpoint parametrisation, SVG spec F.6.5)."""
-    if rx == 0 or ry == 0:
-        return [(x2, y2)]
-    rx, ry = abs(rx), abs(ry)
-    phi = math.radians(rot)
-    cp, sp = math.cos(phi), math.sin(phi)
-    dx, dy = (x1 - x2) / 2, (y1 - y2) / 2
-    x1p, y1p = cp * dx + sp * dy, -sp * dx + cp * dy
-    lam = x1p**2 / rx**2 + y1p**2 / ry**2
-    if lam > 1:
-        rx, ry = rx * math.sqrt(lam), ry * math.sqrt(lam)
-    num = rx**2 * ry**2 - rx**2 * y1p**2 - ry**2 * x1p**2
-    den = rx**2 * y1p**2 + ry**2 * x1p**2
-    co = math.sqrt(max(0.0, num / den)) if den else 0.0
-    if large == sweep:
-        co = -co
-    cxp, cyp = co * rx * y1p / ry, -co * ry * x1p / rx
-    cx = cp * cxp - sp * cyp + (x1 + x2) / 2
-    cy = sp * cxp + cp * cyp + (y1 + y2) / 2
-
-    def ang(ux: float, uy: float, vx: float, vy: float) -> float:
-        return math.atan2(ux * vy - uy * vx, ux * vx + uy * vy)
-
-    t1 = ang(1, 0, (x1p - cxp) / rx, (y1p - cyp) / ry)
-    dt = ang((x1p - cxp) / rx, (y1p - cyp) / ry, (-x1p - cxp) / rx, (-y1p - cyp) / ry)
-    if not sweep and dt > 0:
-        dt -= 2 * math.pi
-    elif sweep and dt < 0:
-        dt += 2 * math.pi
-    n = max(2, int(abs(dt) / (math.pi / 12)))
-    out = []
-    for k in range(1, n + 1):
-        t = t1 + dt * k / n
-        ex, ey = rx * math.cos(t), ry * math.sin(t)
-        out.append((cp * ex - sp * ey + cx, sp * ex + cp * ey + cy))
-    return out
+    return (v[0], v[1], v[2], v[3]) if len(v) == 4 and v[2] > 0 and v[3] > 0 else None
 
 
 FaceSource = Callable[[], FaceSet]
