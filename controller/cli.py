@@ -51,8 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a file name that is not UTF-8 (its odd bytes held as surrogates) is printed escaped,
     # never a UnicodeEncodeError in the middle of a command's output or message
     for stream in (sys.stdout, sys.stderr):
+        # a TextIOWrapper as a rule, but a replaced stream may lack reconfigure
+        reconfigure = getattr(stream, "reconfigure", None)
         with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(errors="backslashreplace")
+            if reconfigure is not None:
+                reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

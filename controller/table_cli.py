@@ -296,7 +296,13 @@ def start_table(cfg: Any, stack: contextlib.ExitStack, on_line: Callable[[str], 
     runtime = TableRuntime(event_log, device=device, on_hand_start=lambda: feed_holder[0].reset())
     feed = CameraFeed(pipeline, runtime.put, time.time)
     feed_holder.append(feed)
-    runtime.subscribe(lambda e: (line := _describe(e)) and on_line(line))
+
+    def describe(e: Any) -> None:
+        line = _describe(e)
+        if line:
+            on_line(line)
+
+    runtime.subscribe(describe)
     stack.callback(device_events(device, runtime.put, time.time))
     if cfg.seat_panel is not None:
         from firmware_bridge.seat_panel import SeatPanel

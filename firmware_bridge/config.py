@@ -394,7 +394,7 @@ def _strict_mirror(cls: type) -> type[msgspec.Struct]:
     """A frozen Struct with the fields, types, limits and defaults of the flat dataclass
     ``cls`` that refuses unknown keys, which msgspec does not do for dataclasses."""
     hints = get_type_hints(cls, include_extras=True)
-    fields = []
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:
             fields.append((f.name, hints[f.name], f.default))
@@ -476,7 +476,8 @@ class _SeatEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     seat: int | None = None
 
 
-_PANEL_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SeatPanelConfig)}
+# (seats, with no default, is not read from here)
+_PANEL_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(SeatPanelConfig)}
 
 
 class _SeatPanelSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

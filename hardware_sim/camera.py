@@ -132,7 +132,7 @@ class SimCamera(CameraSource):
         tilt: float = 8.0,
         turn: float = 0.0,
         zoom: float = 0.85,
-        faults: dict[str, float] | None = None,
+        faults: dict[str, Any] | None = None,  # checked here: CameraFaults' keys and values
         seed: int = 0,
         layout: TableLayout | None = None,
     ) -> None:

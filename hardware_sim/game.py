@@ -42,6 +42,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal
 
 from controller.rules import (
@@ -140,7 +141,7 @@ class PlayedHand:
     wall_left: int = 0
     """Tiles never drawn."""
     huangfan: int = 0
-    stake: int = 1
+    stake: Fraction | int = 1
 
     @property
     def drawn(self) -> bool:
@@ -201,7 +202,7 @@ class _Game:
         dealer: int,
         dice: tuple[int, int],
         huangfan: int,
-        stake: int,
+        stake: Fraction | int,
         wall: Sequence[Tile],
         players: Sequence[Strategy],
     ) -> None:
@@ -620,7 +621,7 @@ def play_hand(
     dealer: int,
     dice: tuple[int, int],
     huangfan: int = 0,
-    stake: int = 1,
+    stake: Fraction | int = 1,
     wall: Sequence[Tile] | None = None,
     players: Sequence[Strategy] | None = None,
 ) -> PlayedHand:

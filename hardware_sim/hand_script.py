@@ -50,8 +50,8 @@ def laid_hand(
     for k in range(SEATS):  # each row is laid left to right, the rows in any interleaving
         for row in ("flower", "meld"):
             slots = [j for j, it in enumerate(order) if it[:2] == (k, row)]
-            laid = sorted((order[j] for j in slots), key=lambda it: it[2])
-            for j, it in zip(slots, laid, strict=True):
+            in_row = sorted((order[j] for j in slots), key=lambda it: it[2])
+            for j, it in zip(slots, in_row, strict=True):
                 order[j] = it
     # an added kong is a pung first, made a kong later in the hand
     upgrades = [it for it in order if it[1] == "meld" and it[3].kind is MeldKind.ADDED_KONG]

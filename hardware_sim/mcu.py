@@ -144,7 +144,7 @@ class SimulatedMcu:
         self.watchdog = 1.0
         self.last_host_rx = now
         self.next_status = self.awake_at
-        self._pending_boot_event = reason
+        self._pending_boot_event: int | None = reason
 
     @property
     def awake(self) -> bool:

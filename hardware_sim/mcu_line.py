@@ -95,7 +95,8 @@ class LineFaults:
         """The bytes to write now for these frames (plus any delayed ones now due)."""
         if not self.active and not self._late_tx:
             return b"".join(frames)
-        return self.corrupt_bytes(b"".join(self._pass(frames, self._late_tx, now)))
+        passed = self._pass(frames, self._late_tx, now)  # (T is bytes, not join's Buffer)
+        return self.corrupt_bytes(b"".join(passed))
 
     def incoming(self, frames: list[Frame], now: float) -> list[Frame]:
         """The received frames as the MCU gets them (plus any delayed ones now due)."""

@@ -280,7 +280,11 @@ class TableSim:
 
         try:
             tmp = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="table-sim-")))
-            options = {"speed": self.mcu_speed, "seed": self.seed, "link": str(tmp / "mcu")}
+            options: dict[str, Any] = {
+                "speed": self.mcu_speed,
+                "seed": self.seed,
+                "link": str(tmp / "mcu"),
+            }
             options.update(self.mcu_options)
             self.mcu = SimMcuProcess(**options)
             self._stack.callback(self.mcu.close)
@@ -779,7 +783,9 @@ class TableSim:
         for seat, w in sorted(winners.items()):
             if w.how is WinType.EIGHT_FLOWERS:
                 continue
-            tiles = tuple(sorted((*w.hand.concealed, w.hand.winning_tile)))
+            winning = w.hand.winning_tile
+            assert winning is not None  # a Win checks it: only 八花齐 has none
+            tiles = tuple(sorted((*w.hand.concealed, winning)))
             self._seats[seat] = replace(self._seats[seat], open_tiles=tiles)
             if self._fault == "misread" and not self._misread:
                 from vision.table_scene import SceneError

@@ -104,12 +104,13 @@ class TableGeometry:
     def seat_to_plane(self, seat: int) -> np.ndarray:
         """The 3x3 matrix taking seat ``seat``'s ``(u, v, 1)`` to the plane's ``(x, y, 1)``."""
         s = self.side_mm
-        m = {
+        rows: dict[int, list[list[float]]] = {
             0: [[1, 0, 0], [0, -1, s]],
             1: [[0, -1, s], [-1, 0, s]],
             2: [[-1, 0, s], [0, 1, 0]],
             3: [[0, 1, 0], [1, 0, 0]],
-        }[_seat(seat)]
+        }
+        m = rows[_seat(seat)]
         return np.array([*m, [0, 0, 1]], dtype=np.float64)
 
     def plane_to_seat(self, seat: int) -> np.ndarray:
@@ -418,7 +419,8 @@ class Calibration:
         # a grey or 16-bit frame calibrates, so its felt is measured too
         plane = self.plane_image(as_bgr(image, "the frame"), FELT_PX_PER_MM)
         hsv = cv2.cvtColor(plane, cv2.COLOR_BGR2HSV)
-        return tuple(float(v) for v in np.median(hsv[self.zone_mask(FELT_PX_PER_MM)], axis=0))
+        h, s, v = (float(c) for c in np.median(hsv[self.zone_mask(FELT_PX_PER_MM)], axis=0))
+        return h, s, v
 
     def zone_mask(self, px_per_mm: float) -> np.ndarray:
         """Where the seat zones lie on :meth:`plane_image`'s picture at ``px_per_mm``."""

@@ -333,7 +333,8 @@ def match_detections(
         for j, (tb, tl) in enumerate(zip(truth_boxes, truth_labels, strict=True)):
             if j in taken or int(tl) != label:
                 continue
-            iou = box_iou(box, tuple(float(v) for v in tb))
+            x, y, w, h = (float(v) for v in tb)
+            iou = box_iou(box, (x, y, w, h))
             if iou >= best:
                 best, bj = iou, j
         if bj is not None:
@@ -410,7 +411,8 @@ def miss_causes(
     for j, (tb, tl) in enumerate(zip(truth_boxes, truth_labels, strict=True)):
         if j in hit:
             continue
-        box = tuple(float(v) for v in tb)
+        x, y, w, h = (float(v) for v in tb)
+        box = (x, y, w, h)
         best = same = 0.0
         for p, label, _ in preds:
             iou = box_iou(p, box)

@@ -28,7 +28,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import cv2
 import numpy as np
@@ -177,6 +177,8 @@ class TileRecognizer:
     Raises :class:`~controller.errors.ModelError` when the model is missing, corrupt or of
     the wrong shape.
     """
+
+    refine: bool  # set by _check_shapes (from the model's outputs), then by ``refine``
 
     def __init__(
         self,
@@ -552,6 +554,7 @@ class TileRecognizer:
             box = boxes[i]
             quad, sideways = quad_of(box, angle)
             r = read.get(i)
+            alternatives: tuple[tuple[int, float], ...]
             if r is None:
                 best, confidence, alternatives = BACK, down, ()
             else:
@@ -617,7 +620,7 @@ def square_crop(img: np.ndarray, box: Box, size: int, margin: float) -> np.ndarr
     side = max(w, h) * margin
     cx, cy = x + w / 2, y + h / 2
     s = size / side
-    m = np.array([[s, 0, size / 2 - cx * s], [0, s, size / 2 - cy * s]], np.float64)
+    m: np.ndarray = np.array([[s, 0, size / 2 - cx * s], [0, s, size / 2 - cy * s]], np.float64)
     with np.errstate(over="ignore"):
         m32 = m.astype(np.float32)
     # float32, as the committed model's training crops were cut (its rounding moves a few
@@ -648,7 +651,7 @@ def _box_list(boxes: Any) -> list[Box]:
             raise VisionError(
                 f"a tile's box is x, y, width, height, finite and of some size, not {box}"
             )
-    return out
+    return cast(list[Box], out)  # each of four numbers: is_box says so
 
 
 def _reading_order(tiles: list[TileDetection]) -> list[TileDetection]:

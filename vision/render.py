@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 import cv2
 import numpy as np
@@ -120,6 +121,18 @@ class TileTruth:
         return box_of_quad(self.quad)
 
 
+class CameraFaults(TypedDict, total=False):
+    """A picture's faults as keywords (the fields of :class:`Camera` of those names)."""
+
+    brightness: float
+    gradient: float
+    glare: float
+    blur: float
+    noise: float
+    colour: tuple[float, float, float]
+    jpeg: int
+
+
 @dataclass(frozen=True)
 class Rendered:
     """A rendered image (BGR ``uint8``) and the truth of every tile at least half inside it."""
@@ -161,7 +174,7 @@ class Camera:
         turn: float = 0.0,
         zoom: float = 1.0,
         shift: tuple[float, float] = (0.0, 0.0),
-        **faults: float,
+        **faults: Unpack[CameraFaults],
     ) -> Camera:
         """A camera whose picture frames the plane: ``tilt`` (degrees) leans the view so the
         far edge shrinks (perspective), ``turn`` rotates it, ``zoom`` > 1 crops in, ``shift``
@@ -184,7 +197,7 @@ class Camera:
         # the camera stands on the side the tilt leans away from: a negative tilt, the other
         lean = math.copysign(min(1.0, abs(tilt) / 30), tilt) if tilt else 0.0
         view = (math.sin(a) * lean, math.cos(a) * lean)
-        return Camera(size=size, homography=hom, view=view, **faults)  # type: ignore[arg-type]
+        return Camera(size=size, homography=hom, view=view, **faults)
 
 
 def felt(size: tuple[int, int], rng: np.random.Generator, colour=None) -> np.ndarray:
@@ -298,7 +311,7 @@ def lay_plane(
     side = np.array(view, np.float64)
     light_v = np.array(light, np.float64)
     if shadows:
-        shade = np.ones((ph, pw), np.float32)
+        shade: np.ndarray = np.ones((ph, pw), np.float32)
         for t in tiles:
             off = light_v * t.width * 0.25
             quad = t.corners() + off
@@ -460,11 +473,12 @@ def _camera_faults(
             out += rng.normal(0, cam.noise, out.shape).astype(np.float32)
         else:
             add_noise(out, cam.noise)
-    out8 = np.clip(out, 0, 255, out=out).astype(np.uint8)
+    out8: np.ndarray = np.clip(out, 0, 255, out=out).astype(np.uint8)
     if cam.jpeg:
         ok, buf = cv2.imencode(".jpg", out8, [cv2.IMWRITE_JPEG_QUALITY, int(cam.jpeg)])
-        if ok:
-            out8 = cv2.imdecode(buf, cv2.IMREAD_COLOR)
+        decoded = cv2.imdecode(buf, cv2.IMREAD_COLOR) if ok else None
+        if decoded is not None:
+            out8 = decoded
     return out8
 
 

@@ -170,6 +170,11 @@ def random_layout(
     return placed
 
 
+def _bgr(values: np.ndarray) -> tuple[float, float, float]:
+    b, g, r = (float(v) for v in values)
+    return b, g, r
+
+
 def random_camera(
     rng: np.random.Generator, plane_size: tuple[int, int], size: tuple[int, int]
 ) -> Camera:
@@ -187,7 +192,7 @@ def random_camera(
         glare=float(rng.choice([0.0, rng.uniform(0.05, 0.4)])),
         blur=float(rng.choice([0.0, rng.uniform(0.3, 1.5)])),
         noise=float(rng.uniform(0, 8)),
-        colour=tuple(float(v) for v in rng.uniform(0.85, 1.15, 3)),
+        colour=_bgr(rng.uniform(0.85, 1.15, 3)),
         jpeg=int(rng.choice([0, int(rng.integers(40, 95))])),
     )
 
@@ -241,9 +246,7 @@ def table_frame(
     from vision.table_scene import random_layout as random_table
 
     faces = face_sets[int(rng.integers(len(face_sets)))]
-    felt_colour = tuple(
-        int(v) for v in np.array(FELT_CHOICES[int(rng.integers(len(FELT_CHOICES)))])
-    )
+    felt_colour = FELT_CHOICES[int(rng.integers(len(FELT_CHOICES)))]
     scene = TableScene(faces=faces, seed=int(rng.integers(1 << 30)), felt_colour=felt_colour)
     layout = random_table(rng, discards=int(rng.integers(0, 24)), walls=bool(rng.random() < 0.5))
     camera = scene.camera(

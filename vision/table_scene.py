@@ -28,6 +28,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Unpack
 
 import cv2
 import numpy as np
@@ -40,6 +41,7 @@ from vision.faces import FaceSet, procedural_faces
 from vision.labels import BACK
 from vision.render import (
     Camera,
+    CameraFaults,
     PlacedTile,
     TileTruth,
     felt,
@@ -336,7 +338,7 @@ class TableScene:
         turn: float = 0.0,
         zoom: float = 0.85,
         shift: tuple[float, float] = (0.0, 0.0),
-        **faults: float,
+        **faults: Unpack[CameraFaults],
     ) -> Camera:
         """A camera framing the table (see :meth:`vision.render.Camera.looking_at`)."""
         return Camera.looking_at(
@@ -650,7 +652,8 @@ def _paste_marker(
     ppm = scene.px_per_mm
     cell = 40
     code = cv2.aruco.generateImageMarker(_dictionary(), marker, 6 * cell, borderBits=1)
-    paper = np.full((8 * cell, 8 * cell), 255, np.uint8)  # one cell of white round the code
+    # one cell of white round the code
+    paper: np.ndarray = np.full((8 * cell, 8 * cell), 255, np.uint8)
     paper[cell:-cell, cell:-cell] = code
     target = marker_mm * ppm * 8 / 6  # the paper's side in plane pixels
     small = max(8, round(target * 2))  # shrink smoothly first, then place with sub-pixels
@@ -712,7 +715,7 @@ def _draw_arm(
         return apply(to_image, apply(to_plane, np.asarray(points))).astype(np.float32)
 
     h, wid = image.shape[:2]
-    skin_mask = np.zeros((h, wid), np.float32)
+    skin_mask: np.ndarray = np.zeros((h, wid), np.float32)
     sleeve_mask = np.zeros((h, wid), np.float32)
     cv2.fillPoly(sleeve_mask, [np.round(px(arm_poly) * 16).astype(np.int32)], 1.0, cv2.LINE_AA, 4)
     cv2.fillPoly(skin_mask, [np.round(px(palm) * 16).astype(np.int32)], 1.0, cv2.LINE_AA, 4)

@@ -1001,6 +1001,7 @@ class TableTracker:
             if note:
                 meld = replace(meld, needs_confirmation=True, note=note)
             prev = old_melds.pop(0).value if old_melds else None
+            assert prev is None or isinstance(prev, MeldView)  # a meld's track holds its view
             kind = ChangeKind.MELD if prev is None else ChangeKind.MELD_CHANGED
             out.append(
                 TableChange(
@@ -1016,14 +1017,17 @@ class TableTracker:
         elif cand.kind == _FLOWER:
             prev_tile = None
             if old_flowers:
-                prev_tile = Tile(old_flowers.pop(0).value.label)  # type: ignore[union-attr]
+                old = old_flowers.pop(0).value
+                assert isinstance(old, TileRead)  # a flower's rivals are single tiles
+                prev_tile = Tile(old.label)
+            assert isinstance(cand.value, TileRead)
             kind = ChangeKind.FLOWER if prev_tile is None else ChangeKind.FLOWER_CHANGED
             out.append(
                 TableChange(
                     seat,
                     kind,
                     self.frame,
-                    flower=Tile(cand.value.label),  # type: ignore[union-attr]
+                    flower=Tile(cand.value.label),
                     previous=prev_tile,
                     needs_confirmation=bool(note),
                     note=note,

@@ -267,7 +267,8 @@ def build_finder(deep_width: float = 1.0):
     c16, c32, c64 = 16, 32, 64
     c96, c128, c160 = ch(96), ch(128), ch(160)
 
-    class Finder(nn.Module):
+    # torch is imported at run time (it is optional): mypy cannot take a local's class as a base
+    class Finder(nn.Module):  # type: ignore[name-defined]
         def __init__(self) -> None:
             super().__init__()
             self.stem = cbr(3, c16, 3, 2)
@@ -483,7 +484,7 @@ def _fitting_photos(cfg: TrainConfig, photos):
 
 
 def _augment_colour(img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    out = img.astype(np.float32)
+    out: np.ndarray = img.astype(np.float32)
     out = out * rng.uniform(0.7, 1.3) + rng.uniform(-25, 25)
     out *= rng.uniform(0.88, 1.12, 3).astype(np.float32)
     if rng.random() < 0.3:
@@ -826,7 +827,7 @@ def _augment_crops(
             aw, ah = (float(v) for v in aspects[i])
             scale /= max(aw * ct + ah * st, aw * st + ah * ct)
         angle = float(rng.integers(4) * 90 + tilt)
-        m = cv2.getRotationMatrix2D((c, c), angle, scale)
+        m: np.ndarray = cv2.getRotationMatrix2D((c, c), angle, scale)  # 2x3 float64
         m[:, 2] += (CROP_SIZE / 2 - c) + rng.normal(0, 0.07 * CROP_SIZE, 2)
         warped = cv2.warpAffine(img, m, (CROP_SIZE, CROP_SIZE), borderMode=cv2.BORDER_REPLICATE)
         out[i] = _augment_colour(warped, rng)
@@ -1022,7 +1023,7 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
         )
 
     export_onnx(None, classifier, cfg.out_dir)  # the finder went out when it was trained
-    manifest = {
+    manifest: dict[str, Any] = {
         "format": 1,
         "finder": FINDER_FILE,
         "classifier": CLASSIFIER_FILE,
@@ -1469,9 +1470,10 @@ def _train_classifier(cfg: TrainConfig, photos, val_photos, pool, rng, extra=Non
             idx = order[b * cfg.classifier_batch : (b + 1) * cfg.classifier_batch]
             xb, tb = _augment_crops(x_all[idx], data.aspects[idx], rng, cfg.classifier_any_tilt)
             logits, _, box = model(torch.from_numpy(xb.astype(np.float32).transpose(0, 3, 1, 2)))
-            # _classifier_data marks every crop: the mask is always there
+            # (_classifier_data marks every crop; no mask would mean every box teaches)
+            known = None if data.box_known is None else data.box_known[idx]
             loss = loss_fn(logits, torch.from_numpy(y_all[idx])) + BOX_WEIGHT * _box_loss(
-                torch, box, tb, data.box_known[idx]
+                torch, box, tb, known
             )
             opt.zero_grad()
             loss.backward()
@@ -1566,7 +1568,8 @@ def export_onnx(finder, classifier, out_dir: Path) -> None:
     torch = _torch()
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    class FinderOut(torch.nn.Module):
+    # torch is imported at run time (it is optional): mypy cannot take a local's class as a base
+    class FinderOut(torch.nn.Module):  # type: ignore[name-defined]
         def __init__(self, m) -> None:
             super().__init__()
             self.m = m

@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from controller.errors import MahjongTableError
 
@@ -122,18 +122,20 @@ def install_error_handlers(app: Flask) -> None:
         if not _is_api():
             return exc
         status = exc.code or 500
+        # every 405 werkzeug raises (abort(405) too) is a MethodNotAllowed
+        valid_methods = exc.valid_methods if isinstance(exc, MethodNotAllowed) else None
         if status == 404:
             message = f"no such endpoint: {request.method} {request.path} (see /api/openapi.json)"
         elif status == 405:
-            allowed = ", ".join(sorted(m for m in exc.valid_methods or [] if m != "OPTIONS"))
+            allowed = ", ".join(sorted(m for m in valid_methods or [] if m != "OPTIONS"))
             message = f"{request.method} is not allowed on {request.path} (allowed: {allowed})"
         elif status == 413:
             message = _too_large()
         else:
             message = exc.description or exc.name
         headers = {}
-        if status == 405 and exc.valid_methods:
-            headers["Allow"] = ", ".join(exc.valid_methods)
+        if status == 405 and valid_methods:
+            headers["Allow"] = ", ".join(valid_methods)
         return json_error(status, message, headers)
 
     @app.errorhandler(Exception)

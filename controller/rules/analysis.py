@@ -241,7 +241,7 @@ def _honour_text(pattern: tuple[int, ...]) -> tuple[tuple[str, ...], str | None]
     sets = []
     pair = None
     for i, n in enumerate(pattern):
-        t = 27 + i
+        t = TILES[27 + i]
         if n == 3:
             sets.append(format_tiles((t, t, t)))
         elif n == 2 and pair is None:
@@ -262,17 +262,14 @@ def _suit_text(
     # a miss comes with every new suit pattern, so the texts are looked up, not formatted
     names = _SET_TEXTS[start]
     texts = tuple(names[kind][off] for kind, off in sets)
-    return texts, None if pair is None else format_tiles((start + pair,) * 2)
+    return texts, None if pair is None else format_tiles((TILES[start + pair],) * 2)
 
 
 # The notation of every concealed set in a suit: [suit start][0 chow, 1 pung][offset].
 _SET_TEXTS = {
     start: (
-        tuple(
-            format_tiles((start + i, start + i + 1, start + i + 2)) if i < 7 else ""
-            for i in range(9)
-        ),
-        tuple(format_tiles((start + i,) * 3) for i in range(9)),
+        tuple(format_tiles(TILES[start + i : start + i + 3]) if i < 7 else "" for i in range(9)),
+        tuple(format_tiles((TILES[start + i],) * 3) for i in range(9)),
     )
     for start in (0, 9, 18)
 }
@@ -301,6 +298,7 @@ def iter_readings(counts: Sequence[int]) -> Iterator[Reading]:
         size = sum(pattern)
         if not size:
             continue
+        opts: list[tuple[Tile | None, tuple[ConcealedSet, ...]]]
         if size % 3 == 0:
             opts = [(None, _sets(start, s)) for s in _suit_sets(pattern)]
         elif size % 3 == 2:

@@ -288,7 +288,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Callable[[Any, str], Any]]]] = {
         },
     ),
 }
-_TOP = {"name": _text, "title": _text, "description": _text}
+_TOP: dict[str, Callable[[Any, str], Any]] = {"name": _text, "title": _text, "description": _text}
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,8 +333,8 @@ class Profile:
                     section[k] = v
                 merged[key] = section
             else:
-                known = [*_TOP, *_SECTIONS]
-                raise ProfileError(f"unknown setting (known: {', '.join(known)})", field=key)
+                names = [*_TOP, *_SECTIONS]
+                raise ProfileError(f"unknown setting (known: {', '.join(names)})", field=key)
         values: dict[str, Any] = {}
         for key, check in _TOP.items():
             if key not in merged:
@@ -342,16 +342,16 @@ class Profile:
             values[key] = check(merged[key], key)
         if not values["name"].strip():
             raise ProfileError("must not be empty", field="name")
-        for section, (klass, checks) in _SECTIONS.items():
-            given = merged.get(section)
+        for name, (klass, checks) in _SECTIONS.items():
+            given = merged.get(name)
             if given is None:
-                raise ProfileError("missing section", field=section)
-            args = {}
+                raise ProfileError("missing section", field=name)
+            args: dict[str, Any] = {}
             for k, check in checks.items():
                 if k not in given:
-                    raise ProfileError("missing", field=f"{section}.{k}")
-                args[k] = check(given[k], f"{section}.{k}")
-            values[section] = klass(**args)
+                    raise ProfileError("missing", field=f"{name}.{k}")
+                args[k] = check(given[k], f"{name}.{k}")
+            values[name] = klass(**args)
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

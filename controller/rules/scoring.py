@@ -11,7 +11,7 @@ own cap; 开宝 and 荒番 each double the value and the cap with it.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import NamedTuple
+from typing import NamedTuple, cast, final
 
 from controller.rules.analysis import (
     is_all_honours,
@@ -103,6 +103,7 @@ class Score(NamedTuple):
     doublers: tuple[str, ...]
 
 
+@final  # settlement tells a refusal by ``type(o) is Refusal``: no subclass may slip past it
 class Refusal(NamedTuple):
     """Why a claimed win is not a win."""
 
@@ -286,8 +287,10 @@ def _value(
         if raw > cap:
             events.append(("cap", "勒子", cap // lezi, v))
     else:
-        v = cap = setting * lezi
-        events = [("fixed", name, setting, v)]
+        # not None: a hand type the profile cannot win with is never a candidate (score_win)
+        lezi_count = cast(int, setting)
+        v = cap = lezi_count * lezi
+        events = [("fixed", name, lezi_count, v)]
     base = v
     multiplier = 1
     doublers: list[str] = []  # every rule that doubled, for the result
@@ -383,7 +386,8 @@ def _base_value(setting: str | int | None, profile: Profile, hua_total: int) -> 
         return min(
             units.base + units.flower * hua_total, profile.hands.flower_hand_cap * units.lezi
         )
-    return int(setting) * units.lezi
+    # not None: a hand type the profile cannot win with is never a candidate (score_win)
+    return cast(int, setting) * units.lezi
 
 
 def score_win(win: Win, profile: Profile) -> Score | Refusal:

@@ -21,7 +21,7 @@ The text notation is documented in ``docs/notation.md``; :func:`parse_tiles` rea
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from functools import lru_cache
 
@@ -342,6 +342,6 @@ def counts_of(tiles: Iterable[Tile]) -> list[int]:
     return counts
 
 
-def tiles_of(counts: list[int]) -> list[Tile]:
+def tiles_of(counts: Sequence[int]) -> list[Tile]:
     """The tiles of a count array, in index order."""
     return [Tile(i) for i, c in enumerate(counts) for _ in range(c)]
