@@ -137,7 +137,7 @@ class TableController:
         key: str,
         seat: int | None = None,
         options: list[Any] | None = None,
-        **args: Any,
+        **args: str | int,
     ) -> None:
         """Put a question to the table, unless the same one is open already: its text is the
         template ``key`` (:data:`~controller.table.messages.QUESTIONS`) filled with ``seat``
@@ -644,7 +644,8 @@ class TableController:
         pending = False
         for seat in sorted(winners):
             if s.seats[seat].flags:
-                self._ask("seat", "camera_unsure", seat, **_seat_question(s.seats[seat]))
+                flags, shown = _seat_question(s.seats[seat])
+                self._ask("seat", "camera_unsure", seat, flags=flags, shown=shown)
                 pending = True
         if pending:
             return None
@@ -667,6 +668,7 @@ class TableController:
         except HandError as exc:
             self._ask("seat", "impossible_tiles", seat, error=str(exc))
             return None
+        assert w.how is not None  # _missing waits for how before anything is read
         how = WinType(w.how)
         pairs = _bound_pairs(s.seats)
         common: dict[str, Any] = {
@@ -817,14 +819,14 @@ def _bound_pairs(seats: list[SeatState]) -> set[tuple[int, int]]:
     return pairs
 
 
-def _seat_question(view: SeatState) -> dict[str, str]:
+def _seat_question(view: SeatState) -> tuple[str, str]:
     """The arguments of the question on a seat the camera is unsure of: what it is unsure
     of (the camera's notes, in English) and what it read, in the notation."""
     melds = " ".join(
         f"[{m.tiles}<{m.source}]" if m.source is not None else f"[{m.tiles}]" for m in view.melds
     )
     shown = " ".join(x for x in (view.flowers, melds, view.open_tiles) if x)
-    return {"flags": "; ".join(view.flags), "shown": shown}
+    return "; ".join(view.flags), shown
 
 
 def _seat(value: Any, name: str) -> int:
