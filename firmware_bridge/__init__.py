@@ -4,7 +4,11 @@ microcontroller (shuffler, wall lifts, dice, sensors) and the GPIO seat panel.
 It knows bytes, frames, commands and pins; nothing about mahjong beyond "dice" and "shuffle".
 It imports nothing of the project but :mod:`controller.errors`.
 
-* :mod:`~firmware_bridge.table_device`: :class:`TableDevice`, the host API (start here)
+* :mod:`~firmware_bridge.table_device`: :class:`TableDevice`, the host API (start here): a
+  blocking facade whose one I/O thread owns the port
+* :mod:`~firmware_bridge.session`: :class:`~firmware_bridge.session.DeviceSession`, the
+  session without I/O (handshake, epochs, exactly-once commands, resets): bytes and time in,
+  frames and events out
 * :mod:`~firmware_bridge.seat_panel`: :class:`SeatPanel`, buttons, LEDs and buzzer on gpiozero
 * :mod:`~firmware_bridge.config`: the ``[serial]`` and ``[seat_panel]`` config sections
 * :mod:`~firmware_bridge.protocol`, :mod:`~firmware_bridge.link`,
