@@ -19,6 +19,7 @@ from hardware_sim.camera import SimCamera
 from vision.calibration import CalibrationError, apply, calibrate_from_markers
 from vision.camera import CameraLost, EndOfStream, Frame, ImageFolderCamera
 from vision.detection import TileDetection, box_of_quad
+from vision.labels import BACK
 from vision.pipeline import STRIP_MARGIN_MM, TablePipeline
 from vision.recognizer import TileRecognizer
 from vision.table_scene import ArmOver, SeatLayout, TableLayout, TableScene
@@ -603,6 +604,84 @@ def test_seats_mode_keeps_a_tile_in_a_strip_but_in_no_zone(pipeline: TablePipeli
     assert read.label == 4 and np.allclose(read.centre, quad_mm.mean(axis=0), atol=1.0)
 
 
+class TruthAndMore(RendererTruth):
+    """The truth, and more tiles as a recogniser might find them besides: ``extra`` gives
+    each as (label, outline in plane millimetres)."""
+
+    def __init__(self, camera: SimCamera, extra: list[tuple[int, np.ndarray]]) -> None:
+        super().__init__(camera)
+        self.extra = extra
+
+    def detect(self, image: np.ndarray) -> list[TileDetection]:
+        frame = self.camera.last_frame
+        out = super().detect(image)
+        for label, quad_mm in self.extra:
+            quad = apply(frame.plane_to_image, quad_mm).astype(np.float32)
+            out.append(TileDetection(label, 0.8, box_of_quad(quad), quad))
+        return out
+
+
+def _felt_and_tile_at_seat_1(camera: SimCamera, geometry) -> tuple[list[np.ndarray], np.ndarray]:
+    """Lay seat 1's pung, concealed kong and open tiles (:data:`SEAT_1`), and give outlines
+    (plane millimetres) of upright tiles where the picture shows bare felt: at the table's
+    edge before the open row's first tile, and in the gap between the two melds; and one
+    over the open row's second tile."""
+    camera.change_seat(1, melds=SEAT_1.melds, open_tiles=SEAT_1.open_tiles)
+    to_seat, to_plane = geometry.plane_to_seat(1), geometry.seat_to_plane(1)
+    tiles = []  # (role, group, u, v, half its width along the edge)
+    for p in camera.render().placed:
+        if p.seat == 1:
+            (u, v), half = apply(to_seat, [p.centre])[0], 20.0 if p.sideways else 15.0
+            tiles.append((p.role, p.group, float(u), float(v), half))
+    row = sorted((u, v) for role, _, u, v, _ in tiles if role == "open")
+    pung_ends = max(u + h for role, g, u, _, h in tiles if (role, g) == ("meld", 0))
+    kong_starts = min(u - h for role, g, u, _, h in tiles if (role, g) == ("meld", 1))
+    kong_v = max(v for role, g, _, v, _ in tiles if (role, g) == ("meld", 1))
+
+    def outline(u: float, v: float) -> np.ndarray:
+        return apply(
+            to_plane, [(u - 15, v - 20), (u + 15, v - 20), (u + 15, v + 20), (u - 15, v + 20)]
+        )
+
+    (u0, v0), (u1, v1) = row[:2]
+    felt = [outline(u0 - 40, v0 - 4), outline((pung_ends + kong_starts) / 2, kong_v)]
+    return felt, outline(u1, v1)
+
+
+SEAT_1 = SeatLayout(
+    melds=(Meld.of("pung", "EEE", 2), Meld.of("concealed_kong", "9999s")),
+    open_tiles=tuple(parse_tiles("123m 456p")),
+)
+
+
+def test_a_face_down_read_on_bare_table_is_no_tile(sim_camera: SimCamera) -> None:
+    """A face-down tile found where the picture shows bare table (the felt at the table's
+    edge before a row, a gap between two melds) is the table top taken for a tile's back:
+    it is dropped, and the seat reads as laid, asking nothing; the concealed kong's own
+    face-down ends stay."""
+    calibration = calibrate_from_markers(sim_camera.read().image)
+    felt, _ = _felt_and_tile_at_seat_1(sim_camera, calibration.geometry)
+    recognizer = TruthAndMore(sim_camera, [(BACK, q) for q in felt])
+    reading = TablePipeline(calibration, recognizer).read(sim_camera.read())
+    assert sum(r.face_down for r in reading.reads) == 2  # the kong's ends
+    view = reading.views[1]
+    assert _melds(view) == list(SEAT_1.melds) and view.open_tiles == SEAT_1.open_tiles
+    assert view.notes == ()
+
+
+def test_only_a_face_down_read_on_bare_table_is_dropped(sim_camera: SimCamera) -> None:
+    """A face-down read over a tile that is there, and a face-up read on bare felt, are the
+    recogniser's word to weigh, not the table top's: they stay, and are asked about."""
+    calibration = calibrate_from_markers(sim_camera.read().image)
+    felt, on_a_tile = _felt_and_tile_at_seat_1(sim_camera, calibration.geometry)
+    # the open row's second tile found twice, once face down: a doubt to put to the table
+    recognizer = TruthAndMore(sim_camera, [(BACK, on_a_tile), (int(Tile.WHITE), felt[0])])
+    reading = TablePipeline(calibration, recognizer).read(sim_camera.read())
+    labels = sorted(r.label for r in reading.reads if calibration.seat_of(r.centre) == 1)
+    assert int(Tile.WHITE) in labels
+    assert reading.views[1].needs_confirmation
+
+
 def test_watch_stops_when_told(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
     assert list(pipeline.watch(sim_camera, should_stop=lambda: True)) == []
     assert len(list(pipeline.watch(sim_camera, limit=2))) == 2
@@ -667,3 +746,32 @@ def test_the_committed_model_sees_a_pung_become_a_kong(recognizer: TileRecognize
     second = [c for _ in range(STABLE + 1) for c in pipeline.process(camera.read()).changes]
     assert [c.kind for c in second] == [ChangeKind.MELD_CHANGED]
     assert second[0].meld is not None and second[0].meld.meld == Meld.of("added_kong", "7777p", 2)
+
+
+def test_no_face_down_tile_is_seen_on_bare_felt_beside_a_laid_open_hand(
+    recognizer: TileRecognizer,
+) -> None:
+    """Seat 3's hand laid open beside a kong and three flowers (the simulated table's seed 1):
+    the felt between the table's edge and the open row's first tile was found as a tile and
+    read face down, and the seat asked about "a face-down tile that is not part of a kong",
+    on a table on which every tile lies face up."""
+    camera = SimCamera(seed=1)
+    calibration = calibrate_from_markers(camera.read().image)
+    tracker = TableTracker(calibration.geometry, stable_frames=STABLE)
+    pipeline = TablePipeline(calibration, recognizer, tracker=tracker)
+    laid = SeatLayout(
+        flowers=tuple(parse_tiles("5f 1f 6f")),
+        melds=(Meld.of("kong", "WWWW", 1),),
+        open_tiles=tuple(parse_tiles("123m 456p 789s 22s")),
+    )
+    camera.change_seat(3, **{f: getattr(laid, f) for f in ("flowers", "melds", "open_tiles")})
+    for _ in range(STABLE + 2):
+        update = pipeline.process(camera.read())
+        assert update.reading.views[3].notes == ()
+    view = pipeline.views[3]
+    assert (view.flowers, _melds(view), view.open_tiles) == (
+        laid.flowers,
+        list(laid.melds),
+        laid.open_tiles,
+    )
+    assert not view.needs_confirmation

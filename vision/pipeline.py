@@ -12,9 +12,11 @@ The recogniser reads, by default, the camera frame as it is (``mode="frame"``), 
 trained to; ``mode="seats"`` gives it instead each seat's strip of the table, cut out of the
 frame and turned so that the seat's tiles stand upright (perspective removed, every tile at
 one scale), which suits a recogniser trained on such strips. Either way the tiles found are
-mapped onto the plane, a tile found twice is counted once, each tile's way round is checked
-against how deep it reaches across its seat's edge in the picture (a claimed tile lies
-sideways; see :func:`vision.melds.settle_orientation`), and the tiles are grouped per seat.
+mapped onto the plane, a tile found twice is counted once, a face-down tile found where the
+picture shows bare table (the felt taken for a tile's back) is dropped, each tile's way round
+is checked against how deep it reaches across its seat's edge in the picture (a claimed tile
+lies sideways; see :func:`vision.melds.settle_orientation`), and the tiles are grouped per
+seat.
 
 >>> pipeline = TablePipeline(load_calibration("calibration.json"))   # doctest: +SKIP
 >>> for update in pipeline.watch(open_camera("0")):                  # doctest: +SKIP
@@ -98,7 +100,8 @@ class Recognizer(Protocol):
 class TableReading:
     """One frame, read: ``views`` (a :class:`SeatView` per seat, from this frame alone),
     ``reads`` (every tile found, on the table plane, in the zones or not: anywhere in the
-    frame in ``"frame"`` mode, anywhere in the seat strips in ``"seats"`` mode), the
+    frame in ``"frame"`` mode, anywhere in the seat strips in ``"seats"`` mode; but not a
+    face-down tile found in a zone where the picture shows bare table), the
     frame's ``index`` and ``timestamp``, and ``seconds`` spent reading it."""
 
     index: int
@@ -300,7 +303,9 @@ class TablePipeline:
 
     def _settle_orientation(self, image: np.ndarray, reads: list[TileRead]) -> list[TileRead]:
         """Check each tile's way round against the picture: how far it reaches across its
-        seat's edge (see :func:`vision.melds.settle_orientation`)."""
+        seat's edge (see :func:`vision.melds.settle_orientation`). A face-down read whose
+        centre shows bare table (:func:`_shows_table`) is dropped: the felt at the table's
+        edge or in a gap between melds, a plain field of colour, taken for a tile's back."""
         cal = self.calibration
         by_seat: list[list[TileRead]] = [[] for _ in range(SEATS)]
         out = []
@@ -317,6 +322,14 @@ class TablePipeline:
             solid = _filled(solid)
             to_strip = np.linalg.inv(cal.seat_strip_to_plane(seat, ppm, margin_mm=STRIP_MARGIN_MM))
             centres = apply(to_strip, [r.centre for r in rs])
+            # a face-down read where the picture shows bare table is the table top (the felt
+            # beside its edge, a gap between melds) taken for a tile's back: nothing lies there
+            there = [
+                not (r.face_down and _shows_table(solid, x, y, ppm))
+                for r, (x, y) in zip(rs, centres, strict=True)
+            ]
+            rs = [r for r, keep in zip(rs, there, strict=True) if keep]
+            centres = centres[np.array(there, bool)]
             far_edge = solid.shape[0] / ppm  # the strip's top row, as distance from the edge
             spans = []
             for x, y in centres:
@@ -483,6 +496,26 @@ def _filled(mask: np.ndarray) -> np.ndarray:
     contours, _ = cv2.findContours(solid, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     cv2.drawContours(solid, contours, -1, 1, thickness=cv2.FILLED)
     return solid.astype(bool)
+
+
+BARE_SHARE = 0.5
+"""A face-down read is the table top when less than this share of the square around its
+centre (:func:`_shows_table`) is something on the table."""
+
+
+def _shows_table(solid: np.ndarray, x: float, y: float, ppm: float) -> bool:
+    """Whether the square a third of a tile wide around strip pixel (x, y) shows mostly
+    bare table (``solid`` is what is not; ``False`` off the strip: cannot say). A tile's
+    centre lies half a tile inside its outline, so the square lies on the tile even where
+    the read is a third of a tile off, and on a face-down tile the back inside its rim
+    counts as solid (:func:`_filled`) whatever its colour."""
+    h, w = solid.shape
+    cx, cy = round(x), round(y)
+    half = max(1, round(5 * ppm))
+    if not (0 <= cx < w and 0 <= cy < h):
+        return False
+    square = solid[max(cy - half, 0) : cy + half + 1, max(cx - half, 0) : cx + half + 1]
+    return bool(square.mean() < BARE_SHARE)
 
 
 def _solid_rows(solid: np.ndarray, x: float, y: float, ppm: float) -> tuple[int, int] | None:
