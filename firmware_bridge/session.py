@@ -833,17 +833,18 @@ class DeviceSession:
                 "clear it (`mahjong-table device clear`)",
                 command=name,
                 reason="fault",
-                fault=(p.fault_names(r.detail) or [None])[0],
+                fault=next(iter(p.fault_names(r.detail)), None),
             )
         if result == p.Result.NOT_READY:
-            why = {
+            reasons: dict[p.NotReady | None, str] = {
                 p.NotReady.NO_SHUFFLED_SET: "no shuffled set is waiting; shuffle first",
                 p.NotReady.WALLS_UP: "the walls are already up; lower them first",
                 p.NotReady.WALLS_DOWN: "the walls are already down",
                 p.NotReady.SET_WAITING: "a shuffled set is already waiting; raise it first",
                 p.NotReady.NOTHING_TO_SHUFFLE: "there are no tiles in the table to shuffle; "
                 "lower the walls first",
-            }.get(r.detail, f"not ready (code {r.detail})")
+            }
+            why = reasons.get(_not_ready(r.detail), f"not ready (code {r.detail})")
             return CommandFailed(f"{name}: {why}", command=name, reason="not_ready")
         if result == p.Result.BAD_ARGS:
             return CommandFailed(
@@ -925,3 +926,12 @@ class DeviceSession:
     def _emit(self, event: McuEvent) -> None:
         self.counters[f"event_{event.kind}"] += 1
         self._events.append(event)
+
+
+def _not_ready(detail: int) -> p.NotReady | None:
+    """A NOT_READY reply's detail as the reason it names, or None for a code this host does
+    not know (a newer MCU): the message then gives the number."""
+    try:
+        return p.NotReady(detail)
+    except ValueError:
+        return None

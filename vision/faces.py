@@ -93,7 +93,7 @@ def tile_body(
     _rounded_rect(img, 0, 0, width - 1, h - 1, r, body)
     # a lighter inner face, as the bevel of a real tile catches the light at its edge
     inset = max(2, width // 24)
-    lighter = tuple(min(255, int(c * 1.04 + 6)) for c in body)
+    lighter = _lift(body, 1.04, 6)
     _rounded_rect(img, inset, inset, width - 1 - inset, h - 1 - inset, r, lighter)
     edge = border if border is not None else _scale(body, 0.72)
     _rounded_outline(img, 0, 0, width - 1, h - 1, r, edge, max(1, width // 48))
@@ -102,6 +102,15 @@ def tile_body(
 
 def _scale(c: Colour, f: float) -> Colour:
     return tuple(int(min(255, max(0, v * f))) for v in c)  # type: ignore[return-value]
+
+
+def _lift(c: Colour, factor: float, plus: int) -> Colour:
+    """A colour lighter by ``factor`` and ``plus``, kept within 255."""
+    return (
+        min(255, int(c[0] * factor + plus)),
+        min(255, int(c[1] * factor + plus)),
+        min(255, int(c[2] * factor + plus)),
+    )
 
 
 def _rounded_rect(img: np.ndarray, x0: int, y0: int, x1: int, y1: int, r: int, c: Colour) -> None:
@@ -136,7 +145,7 @@ def back_face(
     r = max(2, width // 10)
     inset = max(2, width // 20)
     _rounded_rect(img, inset, inset, width - 1 - inset, h - 1 - inset, r, colour)
-    hi = tuple(min(255, int(c * 1.12 + 8)) for c in colour)
+    hi = _lift(colour, 1.12, 8)
     _rounded_rect(img, inset * 2, inset * 2, width - 1 - inset * 2, h // 3, r, hi)
     img[:] = cv2.GaussianBlur(img, (0, 0), width / 60)
     return img
@@ -358,8 +367,8 @@ def _draw_bamboo(img: np.ndarray, n: int, box: tuple[float, float, float, float]
         for row, cy in enumerate((0.25, 0.75)):
             for i, cx in enumerate((0.14, 0.38, 0.62, 0.86)):
                 lean = (-1 if i in (1, 3) else 1) * (1 if row == 0 else -1) * 0.6
-                pts = cv2.boxPoints(((x + cx * w, y + cy * h), (sw, sh * 1.2), lean * 25))
-                cv2.fillPoly(img, [np.round(pts).astype(np.int32)], _GREEN, cv2.LINE_AA)
+                corners = cv2.boxPoints(((x + cx * w, y + cy * h), (sw, sh * 1.2), lean * 25))
+                cv2.fillPoly(img, [np.round(corners).astype(np.int32)], _GREEN, cv2.LINE_AA)
         return
     for px, py, ci in _STICK_LAYOUTS[n]:
         _stick(img, x + px * w, y + py * h, sw, sh, _STICK_COLOURS[ci])

@@ -443,6 +443,7 @@ def _segment(seat: int, cols: Sequence[_Column], unit: float) -> _Candidate | No
     if stacked and (n != 3 or stacked[0] != claimed_at):
         return None
     source = _relative_source(seat, claimed_at, n)
+    options: list[tuple[MeldKind, int, list[str]]]
     if stacked:
         options = [(MeldKind.ADDED_KONG, source, [])]
     elif n == 4:

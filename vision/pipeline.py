@@ -308,7 +308,7 @@ class TablePipeline:
         edge or in a gap between melds, a plain field of colour, taken for a tile's back."""
         cal = self.calibration
         by_seat: list[list[TileRead]] = [[] for _ in range(SEATS)]
-        out = []
+        out: list[TileRead] = []
         for r in reads:
             seat = cal.seat_of(r.centre)
             (out if seat is None else by_seat[seat]).append(r)
@@ -484,7 +484,9 @@ def _table_showing(hsv: np.ndarray, felt: np.ndarray) -> np.ndarray:
     if felt[1] < GREY_SATURATION:
         chroma = s.astype(np.float32) * v.astype(np.float32) / 255
         return (chroma <= float(felt[1]) * light / 255 + GREY_CHROMA) & not_brighter
-    dh = cv2.absdiff(h, float(felt[0]))
+    # a scalar second operand is OpenCV's own (saturated, rounded as it does): its stubs only
+    # know arrays there
+    dh = cv2.absdiff(h, float(felt[0]))  # type: ignore[call-overload]
     dh = np.minimum(dh, 180 - dh)  # hue goes round (0-179 in OpenCV)
     return (dh <= HUE_TOLERANCE) & (s >= 0.5 * float(felt[1])) & not_brighter
 
