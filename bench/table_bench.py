@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from controller.exit_codes import ExitCode
 
@@ -118,20 +119,35 @@ def main() -> int:
         )
         return ExitCode.OK
 
-    from controller.table.events import event_to_json_text
-    from hardware_sim.table_sim import TableSim
-
     work = Path(tempfile.mkdtemp(prefix="table-bench-"))
     db = work / "table.sqlite"
-    journal = (work / "inputs.jsonl").open("w", encoding="utf-8")
-
-    def record(e: object) -> None:
-        journal.write(event_to_json_text(e) + "\n")  # type: ignore[arg-type]
-
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cores; "
         f"{args.hands} hands, seed {args.seed}"
     )
+    reports, took = _play_hands(args, db, work / "inputs.jsonl")
+    wrong = _print_hands_summary(reports, took)
+    ctl = _controller_alone(work / "inputs.jsonl", db)
+    if args.json:
+        args.json.write_text(
+            json.dumps({"reports": [r.to_json() for r in reports], "controller": ctl}, indent=1),
+            encoding="utf-8",
+        )
+    return ExitCode.NO if wrong or not ctl["same_as_live"] else ExitCode.OK
+
+
+def _play_hands(args: argparse.Namespace, db: Path, inputs: Path) -> tuple[list[Any], float]:
+    """Play the hands on the simulator flat out, the controller's inputs journalled to
+    ``inputs`` (for :func:`controller_only` to replay), a line printed per hand; the hands'
+    reports and the seconds they took."""
+    from controller.table.events import event_to_json_text
+    from hardware_sim.table_sim import TableSim
+
+    journal = inputs.open("w", encoding="utf-8")
+
+    def record(e: object) -> None:
+        journal.write(event_to_json_text(e) + "\n")  # type: ignore[arg-type]
+
     reports = []
     started = time.perf_counter()
     faults = tuple(f for f in args.faults.split(",") if f)
@@ -151,7 +167,12 @@ def main() -> int:
             )
     took = time.perf_counter() - started
     journal.close()
+    return reports, took
 
+
+def _print_hands_summary(reports: list[Any], took: float) -> list[Any]:
+    """Print what the hands came to: outcomes, wrong settlements, questions, corrections,
+    latency and pace; returns the hands settled wrong."""
     wrong = [r for r in reports if r.mismatches]
     asked = [r for r in reports if r.questions]
     corrected = [r for r in reports if r.corrections]
@@ -187,17 +208,23 @@ def main() -> int:
         f"flat out: {len(reports) / (took / 60):.2f} hands/min, {frames} frames "
         f"({1000 * took / max(1, frames):.0f} ms per frame, everything included)"
     )
+    return wrong
+
+
+def _controller_alone(inputs: Path, db: Path) -> dict[str, Any]:
+    """Replay the journalled inputs through the controller alone in a fresh process (its
+    memory and imports the controller's own, not the simulator's), and print its figures."""
     out = subprocess.run(
         [
             *(sys.executable, "-m", "bench.table_bench", "--controller-only"),
-            *(str(work / "inputs.jsonl"), str(db)),
+            *(str(inputs), str(db)),
         ],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
     )
-    ctl = json.loads(out.stdout)
+    ctl: dict[str, Any] = json.loads(out.stdout)
     print(
         f"controller alone: {ctl['inputs']} inputs -> {ctl['outputs']} events "
         f"in {ctl['seconds']} s; "
@@ -205,12 +232,7 @@ def main() -> int:
         f"replay identical to the live log: {ctl['same_as_live']}; vision modules loaded: "
         f"{ctl['modules'] or 'none'}"
     )
-    if args.json:
-        args.json.write_text(
-            json.dumps({"reports": [r.to_json() for r in reports], "controller": ctl}, indent=1),
-            encoding="utf-8",
-        )
-    return ExitCode.NO if wrong or not ctl["same_as_live"] else ExitCode.OK
+    return ctl
 
 
 if __name__ == "__main__":

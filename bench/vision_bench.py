@@ -340,187 +340,231 @@ def _run(args: argparse.Namespace) -> int:
     print(f"held-out real photos: {len(photos)} ({sources} source photos never trained on)")
     figures: dict[str, object] = {"photos": len(photos), "sources": sources}
 
-    flowers = set(FLOWER_LABELS)
-    playing = set(range(34))
-    everything = set(range(BACK + 1))
-    ours_all = Tally("ours, all tiles", everything)
-    ours_play = Tally("ours, the 34 playing kinds", playing)
-    ours_flow = Tally("ours, flowers", flowers)
-    ours_on_peer = Tally("ours, peer's kinds (flower tiles left out)", set(range(BACK)))
-    peer = Tally("peer, its 34 kinds (flower tiles left out)", playing)
-    per_label = {k: Tally(label_name(k), {k}) for k in range(42)}
-    # the same, not counting what is found outside a photo's labelled area (see
-    # vision.dataset.labelled_area): most photos label only the players' rows
-    area_all = Tally("ours, all tiles", everything)
-    area_flow = Tally("ours, flowers", flowers)
-    area_finder = Tally("tile finding alone (any label)", {0})
-    # every flower tile is one 花 whichever flower it is: how the score sees them
-    area_any_flower = Tally("flowers, read as any flower", {FLOWER_LABELS[0]})
-    # the same apart for photos whose labelled boxes cover their neighbours (rotated copies,
-    # shifted or enlarged boxes: see vision.dataset.label_overlap) and for the rest
-    by_fit = {
-        crowded: (
-            Tally("ours, all tiles", everything),
-            Tally("tile finding alone (any label)", {0}),
-            [0],
-        )
-        for crowded in (False, True)
-    }
-    # why each labelled tile was missed, and how our boxes compare in size with the labels'
-    # where they match, apart by label fit: the labels of the two kinds of photo follow
-    # different conventions, which caps what one recogniser can score on both
-    causes = {crowded: dict.fromkeys(MISS_CAUSES, 0) for crowded in (False, True)}
-    size_ratio: dict[bool, list[float]] = {False: [], True: []}
-    finder_hits = finder_truth = finder_found = 0
-    # of the tiles found (any label), how each was read, and how it would be flagged
-    sweep = FlagSweep()
-    read_right = read_all = read_flower_right = read_flower_all = 0
-    our_times, peer_times = [], []
     use_peer = not args.no_peer and importlib.util.find_spec("mahjong_detector") is not None
     if use_peer:
         configure_peer(threads=2)
-
+    counts = PhotoCounts(use_peer)
     for photo in photos:
+        counts.add(rec, photo)
+    counts.report(rec, figures)
+    frames = _frame_latency(args, rec, counts, figures)
+    _peak_memory(args, frames, figures)
+    _table_figures(args, rec, figures)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2, default=float) + "\n")
+    return ExitCode.OK
+
+
+class PhotoCounts:
+    """What :func:`_run` counts over the held-out photos, photo by photo, and its report."""
+
+    def __init__(self, use_peer: bool) -> None:
+        self.use_peer = use_peer
+        flowers = set(FLOWER_LABELS)
+        playing = set(range(34))
+        everything = set(range(BACK + 1))
+        self.ours_all = Tally("ours, all tiles", everything)
+        self.ours_play = Tally("ours, the 34 playing kinds", playing)
+        self.ours_flow = Tally("ours, flowers", flowers)
+        self.ours_on_peer = Tally("ours, peer's kinds (flower tiles left out)", set(range(BACK)))
+        self.peer = Tally("peer, its 34 kinds (flower tiles left out)", playing)
+        self.per_label = {k: Tally(label_name(k), {k}) for k in range(42)}
+        # the same, not counting what is found outside a photo's labelled area (see
+        # vision.dataset.labelled_area): most photos label only the players' rows
+        self.area_all = Tally("ours, all tiles", everything)
+        self.area_flow = Tally("ours, flowers", flowers)
+        self.area_finder = Tally("tile finding alone (any label)", {0})
+        # every flower tile is one 花 whichever flower it is: how the score sees them
+        self.area_any_flower = Tally("flowers, read as any flower", {FLOWER_LABELS[0]})
+        # the same apart for photos whose labelled boxes cover their neighbours (rotated
+        # copies, shifted or enlarged boxes: see vision.dataset.label_overlap) and for the rest
+        self.by_fit = {
+            crowded: (
+                Tally("ours, all tiles", everything),
+                Tally("tile finding alone (any label)", {0}),
+                [0],
+            )
+            for crowded in (False, True)
+        }
+        # why each labelled tile was missed, and how our boxes compare in size with the
+        # labels' where they match, apart by label fit: the labels of the two kinds of photo
+        # follow different conventions, which caps what one recogniser can score on both
+        self.causes = {crowded: dict.fromkeys(MISS_CAUSES, 0) for crowded in (False, True)}
+        self.size_ratio: dict[bool, list[float]] = {False: [], True: []}
+        self.finder_hits = self.finder_truth = self.finder_found = 0
+        # of the tiles found (any label), how each was read, and how it would be flagged
+        self.sweep = FlagSweep()
+        self.read_right = self.read_all = self.read_flower_right = self.read_flower_all = 0
+        self.our_times: list[float] = []
+        self.peer_times: list[float] = []
+
+    def add(self, rec: TileRecognizer, photo) -> None:
+        """Run ours (and the peer) on one photo and count what each found and read."""
         img = photo.image()
         t, preds = timed(ours_predict, rec, img, repeat=1)
-        our_times.append(t)
+        self.our_times.append(t)
         pairs = match(preds, photo.boxes, photo.labels)
-        for tally in (ours_all, ours_play, ours_flow):
+        for tally in (self.ours_all, self.ours_play, self.ours_flow):
             tally.add(preds, photo.labels, pairs)
         # the finder alone: any label
         anyl = [(b, 0, c) for b, _, c in preds]
         pairs_any = match(anyl, photo.boxes, np.zeros(len(photo.labels), np.int64))
-        finder_hits += sum(j is not None for _, j in pairs_any)
+        self.finder_hits += sum(j is not None for _, j in pairs_any)
         for i, j in pairs_any:
             if j is not None:
                 _, label, confidence = preds[i]
-                sweep.add(confidence, label, int(photo.labels[j]))
+                self.sweep.add(confidence, label, int(photo.labels[j]))
         silent = outside_labelled_area(preds, photo)
-        area_all.add(preds, photo.labels, pairs, silent)
-        area_flow.add(preds, photo.labels, pairs, silent)
-        for tally in per_label.values():
+        self._add_labelled_area(photo, preds, pairs, anyl, pairs_any, silent)
+        self._add_by_label_fit(photo, preds, pairs, anyl, pairs_any, silent)
+        self.finder_truth += len(photo.labels)
+        self.finder_found += len(preds)
+        self._add_reading_alone(rec, img, photo)
+        self._add_peer_subset(img, photo, preds)
+
+    def _add_labelled_area(self, photo, preds, pairs, anyl, pairs_any, silent) -> None:
+        self.area_all.add(preds, photo.labels, pairs, silent)
+        self.area_flow.add(preds, photo.labels, pairs, silent)
+        for tally in self.per_label.values():
             tally.add(preds, photo.labels, pairs, silent)
-        area_finder.add(anyl, np.zeros(len(photo.labels), np.int64), pairs_any, silent)
+        self.area_finder.add(anyl, np.zeros(len(photo.labels), np.int64), pairs_any, silent)
         fl_preds = [(b, as_any_flower(label), c) for b, label, c in preds]
         fl_truth = np.array([as_any_flower(int(t)) for t in photo.labels], np.int64)
         fl_pairs = match(fl_preds, photo.boxes, fl_truth)
-        area_any_flower.add(fl_preds, fl_truth, fl_pairs, silent)
+        self.area_any_flower.add(fl_preds, fl_truth, fl_pairs, silent)
+
+    def _add_by_label_fit(self, photo, preds, pairs, anyl, pairs_any, silent) -> None:
         crowded = bool(label_overlap(photo.boxes) >= CROWDED_LABELS)
-        fit_all, fit_finder, fit_photos = by_fit[crowded]
+        fit_all, fit_finder, fit_photos = self.by_fit[crowded]
         fit_all.add(preds, photo.labels, pairs, silent)
         fit_finder.add(anyl, np.zeros(len(photo.labels), np.int64), pairs_any, silent)
         fit_photos[0] += 1
         for cause, n in miss_causes(preds, photo.boxes, photo.labels, pairs).items():
-            causes[crowded][cause] += n
+            self.causes[crowded][cause] += n
         for i, j in pairs:
             if j is not None:
                 (_, _, w, h), tb = preds[i][0], photo.boxes[j]
-                size_ratio[crowded].append(float(np.sqrt(w * h / max(1e-9, tb[2] * tb[3]))))
-        finder_truth += len(photo.labels)
-        finder_found += len(preds)
-        # the classifier alone, on the labelled boxes
+                self.size_ratio[crowded].append(float(np.sqrt(w * h / max(1e-9, tb[2] * tb[3]))))
+
+    def _add_reading_alone(self, rec: TileRecognizer, img: np.ndarray, photo) -> None:
+        """The classifier alone, on the labelled boxes."""
         probs = rec.classify(img, [tuple(float(v) for v in b) for b in photo.boxes])
         if len(probs):
             right = probs.argmax(axis=1) == photo.labels
-            read_right += int(right.sum())
-            read_all += len(right)
+            self.read_right += int(right.sum())
+            self.read_all += len(right)
             fl = photo.labels >= 34
-            read_flower_right += int(right[fl].sum())
-            read_flower_all += int(fl.sum())
-        # the peer's subset, one rule for both sides (for_the_peer)
+            self.read_flower_right += int(right[fl].sum())
+            self.read_flower_all += int(fl.sum())
+
+    def _add_peer_subset(self, img: np.ndarray, photo, preds) -> None:
+        """The peer's subset, one rule for both sides (:func:`for_the_peer`)."""
         ours_sub, tb, tl = for_the_peer(preds, photo.boxes, photo.labels)
-        ours_on_peer.add(ours_sub, tl, match(ours_sub, tb, tl))
-        if use_peer:
+        self.ours_on_peer.add(ours_sub, tl, match(ours_sub, tb, tl))
+        if self.use_peer:
             t, ppreds = timed(peer_predict, img, repeat=1)
-            peer_times.append(t)
+            self.peer_times.append(t)
             ppreds, _, _ = for_the_peer(ppreds, photo.boxes, photo.labels)
-            peer.add(ppreds, tl, match(ppreds, tb, tl))
+            self.peer.add(ppreds, tl, match(ppreds, tb, tl))
 
-    print("accuracy on held-out real photos (IoU >= 0.5 and the right label):")
-    for tally in (ours_all, ours_play, ours_flow, ours_on_peer) + ((peer,) if use_peer else ()):
-        print(tally.line())
-    fp = finder_hits / max(1, finder_found)
-    fr = finder_hits / max(1, finder_truth)
-    print(f"  tile finding alone (any label):        P {fp:.3f}  R {fr:.3f}  "
-          f"F1 {2 * fp * fr / max(1e-9, fp + fr):.3f}")  # fmt: skip
-    print(
-        f"  reading alone (classifier on the labelled boxes): {read_right / max(1, read_all):.3f}"
-        f" right, flowers {read_flower_right / max(1, read_flower_all):.3f}"
-    )
-    found = sweep.reading(rec.min_confidence)
-    print(
-        f"  reading the tiles found: {found['right']:.3f} right, "
-        f"{found['flagged']:.3f} wrong and flagged for confirmation, "
-        f"{found['silent']:.3f} wrong unflagged"
-    )
-    figures["reading_found"] = found
-    print("  the same tiles flagged at other settings (what a table could choose):")
-    print("\n".join(sweep.lines(FLAG_LEVELS, rec.min_confidence)))
-    figures["flagging_by_min_confidence"] = {
-        f"{level:g}": sweep.at(level) for level in sorted({*FLAG_LEVELS, rec.min_confidence})
-    }
-    figures["reading_alone"] = {
-        "accuracy": read_right / max(1, read_all),
-        "flower_accuracy": read_flower_right / max(1, read_flower_all),
-    }
-    print(
-        "the same, a tile found outside a photo's labelled area not counted as false "
-        "(the labels there are silent):"
-    )
-    for tally in (area_all, area_flow, area_any_flower, area_finder):
-        print(tally.line())
-    figures["accuracy_labelled_area"] = {
-        t.name: t.figures() for t in (area_all, area_flow, area_any_flower, area_finder)
-    }
-    figures["accuracy_by_label_fit"] = {}
-    for crowded, (fit_all, fit_finder, fit_photos) in by_fit.items():
-        name = "labels covering their neighbours" if crowded else "labels apart"
-        cover = f">= {CROWDED_LABELS}" if crowded else f"< {CROWDED_LABELS}"
-        print(f"  photos with {name} (median cover {cover}): {fit_photos[0]} photos")
-        for tally in (fit_all, fit_finder):
-            print("  " + tally.line())
-        ratios = size_ratio[crowded]
-        median = statistics.median(ratios) if ratios else float("nan")
-        missed = ", ".join(f"{cause} {n}" for cause, n in causes[crowded].items())
-        print(f"    labelled tiles missed: {missed}")
-        print(f"    our box / the label's, matched tiles (side, median): {median:.2f}")
-        figures["accuracy_by_label_fit"][name] = {
-            "photos": fit_photos[0],
-            **{t.name: t.figures() for t in (fit_all, fit_finder)},
-            "missed": causes[crowded],
-            "box_size_ratio": median,
+    def report(self, rec: TileRecognizer, figures: dict[str, object]) -> None:
+        """Print the accuracy figures and put them into ``figures``."""
+        print("accuracy on held-out real photos (IoU >= 0.5 and the right label):")
+        peer = (self.peer,) if self.use_peer else ()
+        for tally in (self.ours_all, self.ours_play, self.ours_flow, self.ours_on_peer, *peer):
+            print(tally.line())
+        fp = self.finder_hits / max(1, self.finder_found)
+        fr = self.finder_hits / max(1, self.finder_truth)
+        print(f"  tile finding alone (any label):        P {fp:.3f}  R {fr:.3f}  "
+              f"F1 {2 * fp * fr / max(1e-9, fp + fr):.3f}")  # fmt: skip
+        self._report_reading(rec, figures)
+        self._report_labelled_area(figures)
+        self._report_by_label_fit(figures)
+        # a label none of the photos holds or was read as has no F1 to be weakest by
+        present = [t for t in self.per_label.values() if t.tp + t.fp + t.fn]
+        worst = sorted(present, key=lambda t: t.figures()["f1"])[:6]
+        weakest = ", ".join(f"{t.name} {t.figures()['f1']:.2f}" for t in worst)
+        print(f"  weakest labels (labelled area): {weakest}")
+        compared = (self.ours_on_peer, self.peer) if self.use_peer else ()
+        figures["accuracy"] = {
+            t.name: t.figures() for t in (self.ours_all, self.ours_play, self.ours_flow, *compared)
         }
-    # a label none of the photos holds or was read as has no F1 to be weakest by
-    present = [t for t in per_label.values() if t.tp + t.fp + t.fn]
-    worst = sorted(present, key=lambda t: t.figures()["f1"])[:6]
-    weakest = ", ".join(f"{t.name} {t.figures()['f1']:.2f}" for t in worst)
-    print(f"  weakest labels (labelled area): {weakest}")
-    compared = (ours_on_peer, peer) if use_peer else ()
-    figures["accuracy"] = {t.name: t.figures() for t in (ours_all, ours_play, ours_flow, *compared)}
-    figures["finder"] = {"precision": fp, "recall": fr}
+        figures["finder"] = {"precision": fp, "recall": fr}
 
+    def _report_reading(self, rec: TileRecognizer, figures: dict[str, object]) -> None:
+        read_alone = self.read_right / max(1, self.read_all)
+        read_flowers = self.read_flower_right / max(1, self.read_flower_all)
+        print(
+            f"  reading alone (classifier on the labelled boxes): {read_alone:.3f}"
+            f" right, flowers {read_flowers:.3f}"
+        )
+        found = self.sweep.reading(rec.min_confidence)
+        print(
+            f"  reading the tiles found: {found['right']:.3f} right, "
+            f"{found['flagged']:.3f} wrong and flagged for confirmation, "
+            f"{found['silent']:.3f} wrong unflagged"
+        )
+        figures["reading_found"] = found
+        print("  the same tiles flagged at other settings (what a table could choose):")
+        print("\n".join(self.sweep.lines(FLAG_LEVELS, rec.min_confidence)))
+        figures["flagging_by_min_confidence"] = {
+            f"{level:g}": self.sweep.at(level)
+            for level in sorted({*FLAG_LEVELS, rec.min_confidence})
+        }
+        figures["reading_alone"] = {"accuracy": read_alone, "flower_accuracy": read_flowers}
+
+    def _report_labelled_area(self, figures: dict[str, object]) -> None:
+        print(
+            "the same, a tile found outside a photo's labelled area not counted as false "
+            "(the labels there are silent):"
+        )
+        tallies = (self.area_all, self.area_flow, self.area_any_flower, self.area_finder)
+        for tally in tallies:
+            print(tally.line())
+        figures["accuracy_labelled_area"] = {t.name: t.figures() for t in tallies}
+
+    def _report_by_label_fit(self, figures: dict[str, object]) -> None:
+        by_fit: dict[str, object] = {}
+        figures["accuracy_by_label_fit"] = by_fit
+        for crowded, (fit_all, fit_finder, fit_photos) in self.by_fit.items():
+            name = "labels covering their neighbours" if crowded else "labels apart"
+            cover = f">= {CROWDED_LABELS}" if crowded else f"< {CROWDED_LABELS}"
+            print(f"  photos with {name} (median cover {cover}): {fit_photos[0]} photos")
+            for tally in (fit_all, fit_finder):
+                print("  " + tally.line())
+            ratios = self.size_ratio[crowded]
+            median = statistics.median(ratios) if ratios else float("nan")
+            missed = ", ".join(f"{cause} {n}" for cause, n in self.causes[crowded].items())
+            print(f"    labelled tiles missed: {missed}")
+            print(f"    our box / the label's, matched tiles (side, median): {median:.2f}")
+            by_fit[name] = {
+                "photos": fit_photos[0],
+                **{t.name: t.figures() for t in (fit_all, fit_finder)},
+                "missed": self.causes[crowded],
+                "box_size_ratio": median,
+            }
+
+
+def _frame_latency(
+    args: argparse.Namespace,
+    rec: TileRecognizer,
+    counts: PhotoCounts,
+    figures: dict[str, object],
+) -> list[tuple[np.ndarray, int]]:
+    """Print the latency per photo (timed as the photos were counted) and per rendered table
+    frame, ours and the peer's, into ``figures`` too; returns the frames."""
+    use_peer = counts.use_peer
     print("latency (median, 2 CPU threads each):")
-    our_photo = statistics.median(our_times)
+    our_photo = statistics.median(counts.our_times)
     print(f"  640x640 photo: ours {our_photo * 1000:.0f} ms", end="")
     if use_peer:
-        peer_photo = statistics.median(peer_times)
+        peer_photo = statistics.median(counts.peer_times)
         print(f", peer {peer_photo * 1000:.0f} ms (ours / peer = {our_photo / peer_photo:.2f})")
     else:
         print()
     frames = table_frames(args.frames)
     tiles = [max(1, len(rec.detect(img))) for img, _n in frames]
-    # each model reads all the frames in a stretch, in its steady state (switching models
-    # call by call slows both: their weights and thread pools evict each other), and the
-    # stretches alternate, round after round, so that drift in the machine's speed shows up
-    # as spread between rounds rather than as a bias against one of them
-    ft, pt, ratios = [], [], []
-    for _ in range(args.rounds):
-        ours_round = [timed(rec.detect, img, repeat=args.repeat)[0] for img, _n in frames]
-        ft.extend(ours_round)
-        if use_peer:
-            peer_round = [timed(peer_predict, img, repeat=args.repeat)[0] for img, _n in frames]
-            pt.extend(peer_round)
-            ratios.append(statistics.median(ours_round) / statistics.median(peer_round))
+    ft, pt, ratios = _time_frames(rec, frames, args.rounds, args.repeat, use_peer)
     frame_ms = statistics.median(ft) * 1000
     per_tile = (
         statistics.median([t / n for t, n in zip(ft, tiles * args.rounds, strict=True)]) * 1000
@@ -530,34 +574,75 @@ def _run(args: argparse.Namespace) -> int:
         f"({statistics.median(tiles):.0f} tiles, {per_tile:.1f} ms per tile)",
         end="",
     )
-    figures["latency_ms"] = {"photo": our_photo * 1000, "frame": frame_ms, "per_tile": per_tile}
+    latency: dict[str, object] = {
+        "photo": our_photo * 1000,
+        "frame": frame_ms,
+        "per_tile": per_tile,
+    }
+    figures["latency_ms"] = latency
     if use_peer:
         peer_frame = statistics.median(pt) * 1000
         print(
             f", peer {peer_frame:.0f} ms (ours / peer = {frame_ms / peer_frame:.2f}; "
             f"by round {', '.join(f'{r:.2f}' for r in ratios)})"
         )
-        figures["latency_ms"].update(  # type: ignore[union-attr]
+        latency.update(
             {"peer_photo": peer_photo * 1000, "peer_frame": peer_frame, "frame_ratios": ratios}
         )
     else:
         print()
+    return frames
 
+
+def _time_frames(
+    rec: TileRecognizer,
+    frames: list[tuple[np.ndarray, int]],
+    rounds: int,
+    repeat: int,
+    use_peer: bool,
+) -> tuple[list[float], list[float], list[float]]:
+    """Seconds per frame, ours and the peer's, over all rounds, and each round's ratio of
+    their medians.
+
+    Each model reads all the frames in a stretch, in its steady state (switching models call
+    by call slows both: their weights and thread pools evict each other), and the stretches
+    alternate, round after round, so that drift in the machine's speed shows up as spread
+    between rounds rather than as a bias against one of them."""
+    ft: list[float] = []
+    pt: list[float] = []
+    ratios: list[float] = []
+    for _ in range(rounds):
+        ours_round = [timed(rec.detect, img, repeat=repeat)[0] for img, _n in frames]
+        ft.extend(ours_round)
+        if use_peer:
+            peer_round = [timed(peer_predict, img, repeat=repeat)[0] for img, _n in frames]
+            pt.extend(peer_round)
+            ratios.append(statistics.median(ours_round) / statistics.median(peer_round))
+    return ft, pt, ratios
+
+
+def _peak_memory(
+    args: argparse.Namespace, frames: list[tuple[np.ndarray, int]], figures: dict[str, object]
+) -> None:
     peak, before = peak_memory_mb(str(args.model) if args.model else None, frames[0][0])
     print(f"peak resident memory reading a frame: {peak:.0f} MB ({before:.0f} MB before loading)")
     figures["memory_mb"] = {"peak": peak, "before_model": before}
 
-    if importlib.util.find_spec("vision.table_eval") is not None and args.table_frames:
-        from vision.table_eval import run as table_run
 
-        print(f"table frames ({args.table_frames} rendered tables through the table pipeline):")
-        table = table_run(rec, frames=args.table_frames)
-        for k, v in table.items():
-            print(f"  {k}: {v}")
-        figures["table_frames"] = table
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2, default=float) + "\n")
-    return ExitCode.OK
+def _table_figures(
+    args: argparse.Namespace, rec: TileRecognizer, figures: dict[str, object]
+) -> None:
+    """The table pipeline's part of the benchmark (:func:`vision.table_eval.run`), where that
+    module is present and tables are asked for."""
+    if importlib.util.find_spec("vision.table_eval") is None or not args.table_frames:
+        return
+    from vision.table_eval import run as table_run
+
+    print(f"table frames ({args.table_frames} rendered tables through the table pipeline):")
+    table = table_run(rec, frames=args.table_frames)
+    for k, v in table.items():
+        print(f"  {k}: {v}")
+    figures["table_frames"] = table
 
 
 if __name__ == "__main__":

@@ -347,92 +347,98 @@ def doctor_checks(cfg: Any, *, timeout: float = 5.0) -> list[tuple[str, bool, st
             out.append((name, False, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
 
     data = Path(cfg.table.data_dir)
-
-    def disk() -> str:
-        data.mkdir(parents=True, exist_ok=True)
-        probe = data / ".doctor-probe"
-        probe.write_text("ok", encoding="utf-8")
-        probe.unlink()
-        free = shutil.disk_usage(data).free / 2**20
-        if free < MIN_FREE_MB:
-            raise OSError(f"only {free:.0f} MB free in {data}: free at least {MIN_FREE_MB} MB")
-        return f"{data} is writable, {free:,.0f} MB free"
-
-    def event_log() -> str:
-        from controller.table.ledger import build_ledger
-        from controller.table.store import EventLogReader
-
-        path = log_path(cfg)
-        if not path.exists():
-            return f"none yet at {path} (the first run makes it)"
-        with EventLogReader(path) as reader:
-            ledger = build_ledger(reader.events())
-            last = reader.last_seq()
-        ledger.check_zero_sum()
-        return f"{path}: {last} events, {len(ledger.sessions)} session(s), adds up"
-
-    def serial() -> str:
-        from firmware_bridge.table_device import TableDevice
-
-        port = cfg.serial.port
-        if not port:
-            raise ValueError("[serial] port is not set: name the MCU's port (/dev/ttyAMA0)")
-        _check_port(port)
-        device = TableDevice(port, config=cfg.serial)
-        try:
-            ident = device.wait_ready(timeout=timeout)
-            st = device.status(timeout=timeout)
-        finally:
-            device.close()
-        faults = f", faults: {', '.join(st.faults)}" if getattr(st, "faults", None) else ""
-        return f"{port}: {ident}{faults}"
-
-    def gpio() -> str:
-        from firmware_bridge.seat_panel import SeatPanel
-
-        if cfg.seat_panel is None:
-            return "no [seat_panel] configured: players use the dashboard's buttons"
-        panel = SeatPanel(cfg.seat_panel, poll_interval=None)
-        panel.close()
-        return f"{len(cfg.seat_panel.seats)} seats' buttons and LEDs claimed and released"
-
-    def model() -> str:
-        from vision.recognizer import TileRecognizer
-
-        TileRecognizer(cfg.camera.model_dir)
-        return f"the tile model in {cfg.camera.model_dir or 'vision/models'} loads"
-
-    def calibration() -> str:
-        from vision.calibration import load_calibration
-
-        path = cfg.calibration_path
-        load_calibration(path)
-        return f"{path} loads"
-
-    def camera() -> str:
-        from vision.camera import open_camera
-
-        if cfg.camera.source == "sim":
-            return "'sim': the simulator's camera (set [camera] source on a real table)"
-        cam = open_camera(cfg.camera.source, size=(cfg.camera.width, cfg.camera.height))
-        try:
-            frame = cam.read()
-        finally:
-            cam.close()
-        h, w = frame.image.shape[:2]
-        want = (cfg.camera.width, cfg.camera.height)
-        if (w, h) != want:
-            raise ValueError(
-                f"{cfg.camera.source} gives {w}x{h} frames, not the {want[0]}x{want[1]} "
-                "configured: set [camera] width and height, then calibrate again"
-            )
-        return f"{cfg.camera.source}: a {w}x{h} frame read"
-
-    check("disk", disk)
-    check("event log", event_log)
-    check("serial", serial)
-    check("gpio", gpio)
-    check("model", model)
-    check("calibration", calibration)
-    check("camera", camera)
+    check("disk", lambda: _check_disk(data))
+    check("event log", lambda: _check_event_log(cfg))
+    check("serial", lambda: _check_serial(cfg, timeout))
+    check("gpio", lambda: _check_gpio(cfg))
+    check("model", lambda: _check_model(cfg))
+    check("calibration", lambda: _check_calibration(cfg))
+    check("camera", lambda: _check_camera(cfg))
     return out
+
+
+def _check_disk(data: Path) -> str:
+    data.mkdir(parents=True, exist_ok=True)
+    probe = data / ".doctor-probe"
+    probe.write_text("ok", encoding="utf-8")
+    probe.unlink()
+    free = shutil.disk_usage(data).free / 2**20
+    if free < MIN_FREE_MB:
+        raise OSError(f"only {free:.0f} MB free in {data}: free at least {MIN_FREE_MB} MB")
+    return f"{data} is writable, {free:,.0f} MB free"
+
+
+def _check_event_log(cfg: Any) -> str:
+    from controller.table.ledger import build_ledger
+    from controller.table.store import EventLogReader
+
+    path = log_path(cfg)
+    if not path.exists():
+        return f"none yet at {path} (the first run makes it)"
+    with EventLogReader(path) as reader:
+        ledger = build_ledger(reader.events())
+        last = reader.last_seq()
+    ledger.check_zero_sum()
+    return f"{path}: {last} events, {len(ledger.sessions)} session(s), adds up"
+
+
+def _check_serial(cfg: Any, timeout: float) -> str:
+    from firmware_bridge.table_device import TableDevice
+
+    port = cfg.serial.port
+    if not port:
+        raise ValueError("[serial] port is not set: name the MCU's port (/dev/ttyAMA0)")
+    _check_port(port)
+    device = TableDevice(port, config=cfg.serial)
+    try:
+        ident = device.wait_ready(timeout=timeout)
+        st = device.status(timeout=timeout)
+    finally:
+        device.close()
+    faults = f", faults: {', '.join(st.faults)}" if getattr(st, "faults", None) else ""
+    return f"{port}: {ident}{faults}"
+
+
+def _check_gpio(cfg: Any) -> str:
+    from firmware_bridge.seat_panel import SeatPanel
+
+    if cfg.seat_panel is None:
+        return "no [seat_panel] configured: players use the dashboard's buttons"
+    panel = SeatPanel(cfg.seat_panel, poll_interval=None)
+    panel.close()
+    return f"{len(cfg.seat_panel.seats)} seats' buttons and LEDs claimed and released"
+
+
+def _check_model(cfg: Any) -> str:
+    from vision.recognizer import TileRecognizer
+
+    TileRecognizer(cfg.camera.model_dir)
+    return f"the tile model in {cfg.camera.model_dir or 'vision/models'} loads"
+
+
+def _check_calibration(cfg: Any) -> str:
+    from vision.calibration import load_calibration
+
+    path = cfg.calibration_path
+    load_calibration(path)
+    return f"{path} loads"
+
+
+def _check_camera(cfg: Any) -> str:
+    from vision.camera import open_camera
+
+    if cfg.camera.source == "sim":
+        return "'sim': the simulator's camera (set [camera] source on a real table)"
+    cam = open_camera(cfg.camera.source, size=(cfg.camera.width, cfg.camera.height))
+    try:
+        frame = cam.read()
+    finally:
+        cam.close()
+    h, w = frame.image.shape[:2]
+    want = (cfg.camera.width, cfg.camera.height)
+    if (w, h) != want:
+        raise ValueError(
+            f"{cfg.camera.source} gives {w}x{h} frames, not the {want[0]}x{want[1]} "
+            "configured: set [camera] width and height, then calibrate again"
+        )
+    return f"{cfg.camera.source}: a {w}x{h} frame read"

@@ -19,9 +19,14 @@ import json
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.exit_codes import ExitCode
+
+if TYPE_CHECKING:  # only for annotations: the command imports these when it runs
+    from controller.config import TableConfig
+    from hardware_sim.table_sim import TableSim
+    from webui.server import Server
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -99,28 +104,14 @@ def _text_report(report: Any, settled: Any, profile: Any) -> str:
 
 
 def sim_command(args: argparse.Namespace) -> int:
-    from controller.config import load_config
     from controller.errors import MahjongTableError, StorageError
     from controller.table import events as ev
     from controller.table.events import event_to_json_text
     from hardware_sim.mcu_process import SimMcuError
     from hardware_sim.table_sim import SimError, TableSim
 
-    faults = None if args.faults is None else [f for f in args.faults.split(",") if f]
-    # the command line's options are checked as the config file's keys are
-    cfg = load_config(args.config).with_overrides(
-        {
-            "sim.hands": args.hands,
-            "sim.seed": args.seed,
-            "sim.speed": args.speed,
-            "sim.faults": faults,
-            "sim.confirm": args.confirm,
-            "table.profile": args.profile,
-            "table.stake": args.stake,
-            "table.port": args.port,
-            "table.host": args.host,
-        }
-    )
+    cfg = _sim_config(args)
+    # the event thread and the reports print to one stream: a line is never cut by another
     lock = threading.Lock()
     settled: dict[int, Any] = {}
 
@@ -159,35 +150,11 @@ def sim_command(args: argparse.Namespace) -> int:
     try:
         sim.start()
         if not args.headless:
-            import tempfile
-
-            from webui.server import start_dashboard
-
-            board = tempfile.mkdtemp(prefix="mahjong-sim-dashboard-")
-            try:
-                server = start_dashboard(
-                    sim.runtime,
-                    camera=sim.feed,
-                    data_dir=board,
-                    host=cfg.table.host,
-                    port=cfg.table.port,
-                )
-            except OSError as exc:
-                print(
-                    f"mahjong-table sim: the dashboard cannot listen on {cfg.table.host}:"
-                    f"{cfg.table.port}: {exc.strerror or exc}; choose another --port, or "
-                    "--headless",
-                    file=sys.stderr,
-                )
+            server = _start_dashboard(sim, cfg)
+            if server is None:
                 return ExitCode.HARDWARE
-            print(f"dashboard: {server.url}", file=sys.stderr, flush=True)
         if not args.json:
-            print(
-                f"the table is running on the simulator (seed {cfg.sim.seed}, "
-                f"{'flat out' if not cfg.sim.speed else f'{cfg.sim.speed:g}x real time'}); "
-                "Ctrl-C ends it",
-                flush=True,
-            )
+            _say_running(cfg)
         for report in sim.play(cfg.sim.hands):
             played += 1
             wrong += bool(report.mismatches)
@@ -215,6 +182,62 @@ def sim_command(args: argparse.Namespace) -> int:
             flush=True,
         )
     return ExitCode.NO if wrong else ExitCode.OK
+
+
+def _sim_config(args: argparse.Namespace) -> TableConfig:
+    """The configuration, the command line's options over the config file's."""
+    from controller.config import load_config
+
+    faults = None if args.faults is None else [f for f in args.faults.split(",") if f]
+    # the command line's options are checked as the config file's keys are
+    return load_config(args.config).with_overrides(
+        {
+            "sim.hands": args.hands,
+            "sim.seed": args.seed,
+            "sim.speed": args.speed,
+            "sim.faults": faults,
+            "sim.confirm": args.confirm,
+            "table.profile": args.profile,
+            "table.stake": args.stake,
+            "table.port": args.port,
+            "table.host": args.host,
+        }
+    )
+
+
+def _start_dashboard(sim: TableSim, cfg: TableConfig) -> Server | None:
+    """The dashboard's server, on the simulated table; None (said) where it cannot listen."""
+    import tempfile
+
+    from webui.server import start_dashboard
+
+    board = tempfile.mkdtemp(prefix="mahjong-sim-dashboard-")
+    try:
+        server = start_dashboard(
+            sim.runtime,
+            camera=sim.feed,
+            data_dir=board,
+            host=cfg.table.host,
+            port=cfg.table.port,
+        )
+    except OSError as exc:
+        print(
+            f"mahjong-table sim: the dashboard cannot listen on {cfg.table.host}:"
+            f"{cfg.table.port}: {exc.strerror or exc}; choose another --port, or "
+            "--headless",
+            file=sys.stderr,
+        )
+        return None
+    print(f"dashboard: {server.url}", file=sys.stderr, flush=True)
+    return server
+
+
+def _say_running(cfg: TableConfig) -> None:
+    pace = "flat out" if not cfg.sim.speed else f"{cfg.sim.speed:g}x real time"
+    print(
+        f"the table is running on the simulator (seed {cfg.sim.seed}, {pace}); Ctrl-C ends it",
+        flush=True,
+    )
 
 
 def _totals(sim: Any) -> list[Any]:

@@ -99,6 +99,7 @@ def test_sim_command_prints_each_settlement_with_its_working(tmp_path: Path) -> 
     assert "hand 1: dealer seat 0" in out.stdout
     assert "matches the bots' true outcome" in out.stdout
     assert "1 hand(s), 0 settled wrong" in out.stdout
+    assert "the table is running on the simulator (seed 0, flat out); Ctrl-C ends it" in out.stdout
 
 
 def test_sim_command_refuses_bad_arguments() -> None:
@@ -117,6 +118,24 @@ def test_sim_command_refuses_dashboard_confirmation_without_a_dashboard(
     assert main(["sim", "--confirm", "dashboard", "--headless", "--hands", "1"]) == 2
     err = capsys.readouterr().err
     assert "need the dashboard: drop --headless" in err and len(err.splitlines()) == 1
+
+
+def test_sim_command_says_when_the_dashboard_cannot_listen(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import socket
+
+    from controller.cli import main
+    from controller.exit_codes import ExitCode
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        argv = ["sim", "--hands", "1", "--speed", "0", "--host", "127.0.0.1", "--port", str(port)]
+        assert main(argv) == ExitCode.HARDWARE
+    err = capsys.readouterr().err
+    assert f"the dashboard cannot listen on 127.0.0.1:{port}" in err and "--headless" in err
 
 
 def test_the_simulator_refuses_an_unknown_confirmer() -> None:

@@ -187,6 +187,34 @@ def test_train_tiny(tmp_path, shared_data, capsys):
     assert main(["detect", "--model", str(out), "--json", str(shared_data / "README.md")]) == 2
 
 
+def test_only_the_training_options_given_override_the_preset():
+    import argparse
+
+    from controller.cli import build_parser
+    from vision.cli import _preset_overrides
+
+    def overrides(*argv: str) -> dict:
+        args = build_parser().parse_args(["train", *argv])
+        assert isinstance(args, argparse.Namespace)
+        return _preset_overrides(args)
+
+    assert overrides() == {}
+    given = overrides(
+        "--tune-tables", "3", "--finder-epochs", "2", "--classifier-epochs", "4",
+        "--finder-deep-width", "0.5", "--classifier-any-tilt", "0.25",
+        "--label-box-lessons", "none", "--no-quantise",
+    )  # fmt: skip
+    assert given == {
+        "tune_table_frames": 3,
+        "finder_epochs": 2,
+        "classifier_epochs": 4,
+        "finder_deep_width": 0.5,
+        "classifier_any_tilt": 0.25,
+        "label_box_lessons": "none",
+        "quantise": False,
+    }
+
+
 def test_label_box_lessons_choices_are_the_trainings():
     pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
     from vision.cli import LABEL_BOX_LESSONS

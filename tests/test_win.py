@@ -196,6 +196,17 @@ def test_discarder_hand_decides_readiness():
     assert err.value.field == "discarder_hand.concealed"
 
 
+def test_a_discarder_hand_that_cannot_be_judged_is_refused():
+    hand = {"concealed": "EEE SSS 111m 222p 3s"}
+    with pytest.raises(MahjongTableError, match="an object like") as err:
+        win_from_json(with_(discarder_ready=None, discarder_hand="EEE SSS"))
+    assert err.value.field == "discarder_hand"
+    # without the profile's readiness rule there is nothing to judge the hand by
+    with pytest.raises(MahjongTableError, match="cannot judge readiness") as err:
+        win_from_json(with_(discarder_ready=None, discarder_hand=hand))
+    assert err.value.field == "discarder_hand"
+
+
 def test_several_wins():
     second = with_(winner=1, melds=[{"kind": "pung", "tiles": "EEE", "from": 0}, GOOD["melds"][1]])
     assert len(wins_from_json([GOOD, second])) == 2

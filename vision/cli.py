@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from controller.exit_codes import ExitCode
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # only for annotations: the handlers import these when they r
     import numpy as np
 
     from vision.detection import TileDetection
+    from vision.enrol import EnrolSample
+    from vision.recognizer import TileRecognizer
 
 LABEL_BOX_LESSONS = ("all", "apart", "none")
 """``--label-box-lessons``' choices: ``vision.training.LABEL_BOX_LESSONS``, spelt out here so
@@ -36,6 +38,12 @@ MAX_THREADS = 256
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    _register_detect(subparsers)
+    _register_train(subparsers)
+    _register_enrol(subparsers)
+
+
+def _register_detect(subparsers: argparse._SubParsersAction) -> None:
     d = subparsers.add_parser(
         "detect",
         help="find and read every tile in photos",
@@ -52,6 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "the same name; --json gives each record's 'annotated' file)")  # fmt: skip
     d.set_defaults(func=detect_command)
 
+
+def _register_train(subparsers: argparse._SubParsersAction) -> None:
     t = subparsers.add_parser(
         "train",
         help="train the tile models (needs the train extra)",
@@ -97,6 +107,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "preset 1)")  # fmt: skip
     t.set_defaults(func=train_command)
 
+
+def _register_enrol(subparsers: argparse._SubParsersAction) -> None:
     e = subparsers.add_parser(
         "enrol",
         help="adapt the recogniser to your own tile set",
@@ -250,6 +262,43 @@ def train_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
         )
+    _check_train_numbers(args)
+    if args.retune is not None and args.quantise is not None:
+        raise ConfigError("--retune and --quantise each take a model: give one of them")
+    if args.retune is not None or args.quantise is not None:
+        _check_nothing_to_train(args)
+        return _retune(
+            args.retune or args.quantise,
+            data,
+            args.threads or default_threads(),
+            args.tune_tables or TUNE_TABLES_DEFAULT,
+            quantise=args.quantise is not None,
+        )
+    if args.out is None and args.preset != "full":
+        # the default is the committed model, which only the full preset reproduces
+        raise ConfigError(f"--preset {args.preset} trains a trial model: give it an --out folder")
+    _check_kept_parts(args)
+    out = args.out or DEFAULT_MODEL_DIR
+    cfg = TrainConfig.preset(
+        args.preset,
+        data,
+        out,
+        seed=args.seed,
+        threads=args.threads or default_threads(),
+        reuse_finder=args.reuse_finder,
+        reuse_classifier=args.reuse_classifier,
+        **_preset_overrides(args),
+        log=lambda msg: print(msg, flush=True),
+    )
+    manifest = train(cfg)
+    print(f"model written to {out}: {json.dumps(manifest['training']['validation'])}")
+    return ExitCode.OK
+
+
+def _check_train_numbers(args: argparse.Namespace) -> None:
+    """Refuse numbers no training can run with, before any work."""
+    from controller.errors import ConfigError
+
     if args.tune_tables is not None and args.tune_tables < 1:
         raise ConfigError(f"--tune-tables must be at least 1, not {args.tune_tables}")
     for flag, most in (
@@ -271,41 +320,41 @@ def train_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--classifier-any-tilt must be a share from 0 to 1, not {args.classifier_any_tilt}"
         )
-    if args.retune is not None and args.quantise is not None:
-        raise ConfigError("--retune and --quantise each take a model: give one of them")
-    if args.retune is not None or args.quantise is not None:
-        option = "--retune" if args.retune is not None else "--quantise"
-        ignored = [
-            f"--{name.replace('_', '-')}"
-            for name in (
-                "out",
-                "reuse_finder",
-                "reuse_classifier",
-                "finder_epochs",
-                "classifier_epochs",
-                "finder_deep_width",
-                "classifier_any_tilt",
-                "label_box_lessons",
-            )
-            if getattr(args, name) is not None
-        ] + (["--no-quantise"] if args.no_quantise else [])
-        ignored += [
-            flag
-            for flag, given in (("--preset", args.preset != "full"), ("--seed", args.seed != 0))
-            if given
-        ]
-        if ignored:  # said, not silently dropped: the user may think they trained
-            raise ConfigError(f"{option} trains nothing, so {', '.join(ignored)} would do nothing")
-        return _retune(
-            args.retune or args.quantise,
-            data,
-            args.threads or default_threads(),
-            args.tune_tables or TUNE_TABLES_DEFAULT,
-            quantise=args.quantise is not None,
+
+
+def _check_nothing_to_train(args: argparse.Namespace) -> None:
+    """Refuse training options given with --retune or --quantise, which train nothing: said,
+    not silently dropped, as the user may think they trained."""
+    from controller.errors import ConfigError
+
+    option = "--retune" if args.retune is not None else "--quantise"
+    ignored = [
+        f"--{name.replace('_', '-')}"
+        for name in (
+            "out",
+            "reuse_finder",
+            "reuse_classifier",
+            "finder_epochs",
+            "classifier_epochs",
+            "finder_deep_width",
+            "classifier_any_tilt",
+            "label_box_lessons",
         )
-    if args.out is None and args.preset != "full":
-        # the default is the committed model, which only the full preset reproduces
-        raise ConfigError(f"--preset {args.preset} trains a trial model: give it an --out folder")
+        if getattr(args, name) is not None
+    ] + (["--no-quantise"] if args.no_quantise else [])
+    ignored += [
+        flag
+        for flag, given in (("--preset", args.preset != "full"), ("--seed", args.seed != 0))
+        if given
+    ]
+    if ignored:
+        raise ConfigError(f"{option} trains nothing, so {', '.join(ignored)} would do nothing")
+
+
+def _check_kept_parts(args: argparse.Namespace) -> None:
+    """Refuse options that shape a part --reuse-finder or --reuse-classifier keeps."""
+    from controller.errors import ConfigError
+
     for kept, part, options in (
         ("reuse_finder", "finder", ("finder_epochs", "finder_deep_width")),
         (
@@ -320,39 +369,26 @@ def train_command(args: argparse.Namespace) -> int:
                 f"--{kept.replace('_', '-')} keeps the {part}, so {', '.join(given)} would do "
                 "nothing"
             )
-    out = args.out or DEFAULT_MODEL_DIR
-    cfg = TrainConfig.preset(
-        args.preset,
-        data,
-        out,
-        seed=args.seed,
-        threads=args.threads or default_threads(),
-        reuse_finder=args.reuse_finder,
-        reuse_classifier=args.reuse_classifier,
-        **({"tune_table_frames": args.tune_tables} if args.tune_tables is not None else {}),
-        **({"finder_epochs": args.finder_epochs} if args.finder_epochs is not None else {}),
-        **(
-            {"classifier_epochs": args.classifier_epochs}
-            if args.classifier_epochs is not None
-            else {}
-        ),
-        **(
-            {"finder_deep_width": args.finder_deep_width}
-            if args.finder_deep_width is not None
-            else {}
-        ),
-        **(
-            {"classifier_any_tilt": args.classifier_any_tilt}
-            if args.classifier_any_tilt is not None
-            else {}
-        ),
-        **({"label_box_lessons": args.label_box_lessons} if args.label_box_lessons else {}),
-        **({"quantise": False} if args.no_quantise else {}),
-        log=lambda msg: print(msg, flush=True),
-    )
-    manifest = train(cfg)
-    print(f"model written to {out}: {json.dumps(manifest['training']['validation'])}")
-    return ExitCode.OK
+
+
+def _preset_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~vision.training.TrainConfig` fields the options given set over the
+    preset's (an option left out leaves the preset's value)."""
+    overrides: dict[str, Any] = {}
+    for option, field in (
+        ("tune_tables", "tune_table_frames"),
+        ("finder_epochs", "finder_epochs"),
+        ("classifier_epochs", "classifier_epochs"),
+        ("finder_deep_width", "finder_deep_width"),
+        ("classifier_any_tilt", "classifier_any_tilt"),
+    ):
+        if getattr(args, option) is not None:
+            overrides[field] = getattr(args, option)
+    if args.label_box_lessons:
+        overrides["label_box_lessons"] = args.label_box_lessons
+    if args.no_quantise:
+        overrides["quantise"] = False
+    return overrides
 
 
 def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bool) -> int:
@@ -398,7 +434,6 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
 
 def enrol_command(args: argparse.Namespace) -> int:
     from vision import enrol
-    from vision.files import write_picture
     from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
 
     model_dir = args.model or DEFAULT_MODEL_DIR
@@ -412,41 +447,63 @@ def enrol_command(args: argparse.Namespace) -> int:
             "would be ignored: give either the labels file or photos (with a new --labels)"
         )
     rec = TileRecognizer(model_dir)
-
-    def make_out() -> None:
-        # made once there is something to write: photos that cannot be used leave no folder
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise enrol.EnrolError(f"cannot use {out} as the output folder: {exc}") from None
-
     if out.exists() and not out.is_dir():
         raise enrol.EnrolError(f"cannot use {out} as the output folder: it is a file")
     if refit:
         samples = enrol.read_labels(args.labels)
         print(f"{len(samples)} tiles from {args.labels}")
     else:
-        if not args.photos:
-            raise enrol.EnrolError("give photos of your tiles laid out (or --labels FILE)")
-        layout = enrol.parse_layout(args.layout or enrol.DEFAULT_LAYOUT)
-        samples = []
-        for photo in args.photos:
-            samples.extend(enrol.samples_from_grid(rec, photo, layout))
-        labels_path = args.labels or out / "labels.json"
-        make_out()
-        enrol.write_labels(labels_path, samples)
-        try:
-            write_picture(out / "check.png", enrol.contact_sheet(samples))
-        except (OSError, ValueError) as exc:
-            raise enrol.EnrolError(f"cannot write {out / 'check.png'}: {exc}") from None
-        wrong = [s for s in samples if s.read_as != s.label]
-        print(
-            f"{len(samples)} tiles labelled from the layout; the model read {len(wrong)} "
-            f"otherwise. Check {labels_path} and {out / 'check.png'}."
-        )
+        samples = _label_by_layout(args, rec, out)
     if args.check_only:
         return ExitCode.OK
-    make_out()
+    _make_out(out)
+    _fit_enrolled(rec, samples, out)
+    return ExitCode.OK
+
+
+def _make_out(out: Path) -> None:
+    """Make the output folder, once there is something to write: photos that cannot be used
+    leave no folder."""
+    from vision import enrol
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise enrol.EnrolError(f"cannot use {out} as the output folder: {exc}") from None
+
+
+def _label_by_layout(args: argparse.Namespace, rec: TileRecognizer, out: Path) -> list[EnrolSample]:
+    """The tiles found in the photos, each labelled by its place in the layout; writes the
+    labels and a picture of them for the user to check."""
+    from vision import enrol
+    from vision.files import write_picture
+
+    if not args.photos:
+        raise enrol.EnrolError("give photos of your tiles laid out (or --labels FILE)")
+    layout = enrol.parse_layout(args.layout or enrol.DEFAULT_LAYOUT)
+    samples = []
+    for photo in args.photos:
+        samples.extend(enrol.samples_from_grid(rec, photo, layout))
+    labels_path = args.labels or out / "labels.json"
+    _make_out(out)
+    enrol.write_labels(labels_path, samples)
+    try:
+        write_picture(out / "check.png", enrol.contact_sheet(samples))
+    except (OSError, ValueError) as exc:
+        raise enrol.EnrolError(f"cannot write {out / 'check.png'}: {exc}") from None
+    wrong = [s for s in samples if s.read_as != s.label]
+    print(
+        f"{len(samples)} tiles labelled from the layout; the model read {len(wrong)} "
+        f"otherwise. Check {labels_path} and {out / 'check.png'}."
+    )
+    return samples
+
+
+def _fit_enrolled(rec: TileRecognizer, samples: list[EnrolSample], out: Path) -> None:
+    """Refit the classifier's head to the labelled tiles, write the enrolled model to ``out``
+    and say how it reads them against the model it adapts."""
+    from vision import enrol
+
     weight, bias = enrol.base_head(rec.model_dir, rec.embedding_size)
     groups = enrol.embeddings_by_photo(rec, samples)
     emb, labels = enrol.stacked(groups)
@@ -473,16 +530,15 @@ def enrol_command(args: argparse.Namespace) -> int:
             "With one photo there is no photo to check it on: enrol two or more (other light, "
             "other places on the table) to see how it reads a photo it did not learn from."
         )
-    else:
+        return
+    print(
+        f"Each photo left out of the fit and read by the others' fit: {cross[1]:.1%} right "
+        f"(the model before: {cross[0]:.1%})."
+    )
+    if cross[1] < cross[0]:
         print(
-            f"Each photo left out of the fit and read by the others' fit: {cross[1]:.1%} right "
-            f"(the model before: {cross[0]:.1%})."
+            "warning: on photos it did not learn from, the enrolled model reads your tiles "
+            "worse than the model it adapts: keep that model, or enrol more photos of the "
+            "set in the table's own light",
+            file=sys.stderr,
         )
-        if cross[1] < cross[0]:
-            print(
-                "warning: on photos it did not learn from, the enrolled model reads your tiles "
-                "worse than the model it adapts: keep that model, or enrol more photos of the "
-                "set in the table's own light",
-                file=sys.stderr,
-            )
-    return ExitCode.OK

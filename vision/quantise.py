@@ -138,43 +138,64 @@ def quantise_classifier(
             raise
         except Exception as exc:  # onnxruntime's and onnx's own untyped errors
             raise ModelError(f"onnxruntime could not quantise {path}: {exc}") from None
-        float_read, int8_read = (_labels(p, crops) for p in (path, tmp))
-        figures = {
-            "calibration_crops": len(calib),
-            "check_tiles": len(crops),
-            "float_accuracy": round(float(np.mean(float_read == labels)), 4),
-            "int8_accuracy": round(float(np.mean(int8_read == labels)), 4),
-            "agreement": round(float(np.mean(float_read == int8_read)), 4),
-        }
-        log(
-            f"check tiles read right: float {figures['float_accuracy']:.2%}, "
-            f"int8 {figures['int8_accuracy']:.2%}; same label {figures['agreement']:.2%}"
-        )
-        if figures["int8_accuracy"] < figures["float_accuracy"] - MAX_LOSS:
-            raise QuantisationRefused(
-                f"the quantised classifier reads {figures['int8_accuracy']:.2%} of the check "
-                f"tiles right against the float one's {figures['float_accuracy']:.2%}, more "
-                f"than {MAX_LOSS:.0%} worse: the float classifier is kept",
-                figures,
-            )
+        figures = _compare_readings(path, tmp, crops, labels, len(calib), log)
         record = {
             "weights": "int8, per channel",
             "activations": "uint8, ranges from the calibration crops' minima and maxima",
             **figures,
         }
-        manifest_path = model_dir / "model.json"
-        manifest = json.loads(manifest_path.read_text())
-        training = manifest.setdefault("training", {})
-        training["quantised"] = record
-        training.setdefault("validation", {})["classifier_int8_accuracy"] = record["int8_accuracy"]
-        shutil.copymode(path, tmp)  # mkstemp's file is its owner's alone; the table's may not be
-        os.replace(tmp, path)
-        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+        _put_in_place(model_dir, path, tmp, record)
     except OSError as exc:  # a full disk, a folder made read-only: said, not a traceback
         raise ModelError(f"cannot write the quantised classifier into {model_dir}: {exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
     return record
+
+
+def _compare_readings(
+    path: Path,
+    quantised: Path,
+    crops: np.ndarray,
+    labels: np.ndarray,
+    calibration_crops: int,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """How the float classifier at ``path`` and the ``quantised`` one read the check crops;
+    :class:`QuantisationRefused` where the quantised one reads too much worse."""
+    float_read, int8_read = (_labels(p, crops) for p in (path, quantised))
+    figures: dict[str, Any] = {
+        "calibration_crops": calibration_crops,
+        "check_tiles": len(crops),
+        "float_accuracy": round(float(np.mean(float_read == labels)), 4),
+        "int8_accuracy": round(float(np.mean(int8_read == labels)), 4),
+        "agreement": round(float(np.mean(float_read == int8_read)), 4),
+    }
+    log(
+        f"check tiles read right: float {figures['float_accuracy']:.2%}, "
+        f"int8 {figures['int8_accuracy']:.2%}; same label {figures['agreement']:.2%}"
+    )
+    if figures["int8_accuracy"] < figures["float_accuracy"] - MAX_LOSS:
+        raise QuantisationRefused(
+            f"the quantised classifier reads {figures['int8_accuracy']:.2%} of the check "
+            f"tiles right against the float one's {figures['float_accuracy']:.2%}, more "
+            f"than {MAX_LOSS:.0%} worse: the float classifier is kept",
+            figures,
+        )
+    return figures
+
+
+def _put_in_place(model_dir: Path, path: Path, quantised: Path, record: dict[str, Any]) -> None:
+    """Replace the classifier at ``path`` with the ``quantised`` one and record it in the
+    folder's manifest (read before the classifier is replaced: a manifest that cannot be read
+    leaves the float classifier)."""
+    manifest_path = model_dir / "model.json"
+    manifest = json.loads(manifest_path.read_text())
+    training = manifest.setdefault("training", {})
+    training["quantised"] = record
+    training.setdefault("validation", {})["classifier_int8_accuracy"] = record["int8_accuracy"]
+    shutil.copymode(path, quantised)  # mkstemp's file is its owner's alone; the table's may not be
+    os.replace(quantised, path)
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
 
 
 def classifier_path(model_dir: Path) -> Path:

@@ -215,6 +215,18 @@ class TileRecognizer:
         self.rescale_to = num("rescale_to", self.RESCALE_TO)
         # 0 (the default for models before the setting) reads every tile once
         self.reread_below = num("reread_below", 0.0)
+        self._check_settings()
+        threads = threads or max(1, min(4, os.cpu_count() or 1))
+        self._finder = self._session(self._file_name("finder", "finder.onnx"), threads)
+        self._classifier = self._session(self._file_name("classifier", "classifier.onnx"), threads)
+        self._check_shapes()
+        self.head = self._load_head()
+        if refine is not None:
+            self.refine = self.refine and refine
+
+    def _check_settings(self) -> None:
+        """Refuse settings (the manifest's or the caller's) that would read nothing, or
+        read wrongly without saying so."""
         if not 0.0 <= self.min_confidence <= 1.0:
             raise ModelError(f"min_confidence must be 0-1, not {self.min_confidence}")
         # a NaN threshold would find no tile and say nothing
@@ -255,13 +267,6 @@ class TileRecognizer:
                 f"{self.model_dir / 'model.json'}: stride must be a power of 2 up to 32, "
                 f"not {self.stride}"
             )
-        threads = threads or max(1, min(4, os.cpu_count() or 1))
-        self._finder = self._session(self._file_name("finder", "finder.onnx"), threads)
-        self._classifier = self._session(self._file_name("classifier", "classifier.onnx"), threads)
-        self._check_shapes()
-        self.head = self._load_head()
-        if refine is not None:
-            self.refine = self.refine and refine
 
     @property
     def embedding_size(self) -> int:

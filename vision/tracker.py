@@ -803,62 +803,94 @@ class TableTracker:
         ]
         # things pushed along the table first, so that whatever now lies where they were is
         # not taken for their replacement
+        self._settle_moves(ready, tracks)
+        hand_open = any(t.kind == _OPEN for t in ready) and self._hand_open(tracks)
+        for cand in ready:
+            rivals = self._rivals_if_settling(cand, tracks, hand_open)
+            if rivals is None:
+                continue
+            changes += self._confirm(seat, cand, rivals, tracks, open_notes)
+            open_changed |= cand.kind == _OPEN or any(t.kind == _OPEN for t in rivals)
+        open_changed |= self._drop_gone(seat, tracks, changes)
+        if open_changed:
+            changes.append(self._open_tiles_change(seat, tracks, open_notes))
+        return changes
+
+    def _settle_moves(self, ready: list[_Track], tracks: list[_Track]) -> None:
+        """Fold each steady new reading that is a settled thing pushed along into that thing."""
         for cand in ready:
             old = self._moved_from(cand, tracks)
             if old is not None:
                 old.value, old.footprint = cand.value, cand.footprint
                 old.missed = old.clear = 0
                 tracks.remove(cand)
-        hand_open = any(t.kind == _OPEN for t in ready) and self._hand_open(tracks)
-        for cand in ready:
-            if cand not in tracks:
-                continue
-            if cand.kind == _OPEN and not hand_open:
-                continue  # loose tiles that may be a meld still being laid: not a hand yet
-            if self._leaving(cand, tracks):
-                continue  # the same thing just left its place: it may have been pushed here
-            rivals = [
-                t
-                for t in tracks
-                if t.confirmed and t is not cand and _overlaps(t.footprint, cand.footprint)
-            ]
-            if any(t.missed == 0 or t.clear < self.stable_frames for t in rivals):
-                continue  # the old reading is still there, or its place is hidden: wait
-            if cand.kind == _OPEN and any(self._holds_against(t, cand, tracks) for t in rivals):
-                continue  # a loose tile where a meld or flower lies is it misread, in part
-            if cand.kind == _FLOWER and any(
-                t.kind == _OPEN and _FLOWER in t.displaced for t in rivals
+
+    def _rivals_if_settling(
+        self, cand: _Track, tracks: list[_Track], hand_open: bool
+    ) -> list[_Track] | None:
+        """The settled readings a steady new one replaces, or None while it must wait."""
+        if cand not in tracks:
+            return None
+        if cand.kind == _OPEN and not hand_open:
+            return None  # loose tiles that may be a meld still being laid: not a hand yet
+        if self._leaving(cand, tracks):
+            return None  # the same thing just left its place: it may have been pushed here
+        rivals = [
+            t
+            for t in tracks
+            if t.confirmed and t is not cand and _overlaps(t.footprint, cand.footprint)
+        ]
+        if any(t.missed == 0 or t.clear < self.stable_frames for t in rivals):
+            return None  # the old reading is still there, or its place is hidden: wait
+        if cand.kind == _OPEN and any(self._holds_against(t, cand, tracks) for t in rivals):
+            return None  # a loose tile where a meld or flower lies is it misread, in part
+        if cand.kind == _FLOWER and any(t.kind == _OPEN and _FLOWER in t.displaced for t in rivals):
+            # a loose tile that came back from being read as a flower: a flower reading now
+            # puts it in doubt (a dispute), it does not flip it over again
+            return None
+        if any(self._arriving(t, tracks) for t in rivals):
+            return None  # what lay here is seen elsewhere, not yet settled: it may have moved
+        return rivals
+
+    def _confirm(
+        self,
+        seat: int,
+        cand: _Track,
+        rivals: list[_Track],
+        tracks: list[_Track],
+        open_notes: list[str],
+    ) -> list[TableChange]:
+        """Settle ``cand`` in place of ``rivals``; the changes to report (a note for each loose
+        tile contradicted goes into ``open_notes``)."""
+        cand.disputes.update(self._live_disputes(cand, tracks))
+        cand.confirmed = True
+        cand.latched = cand.unsure >= DOUBT_WEIGHT
+        for t in rivals:
+            tracks.remove(t)
+        changed = [t for t in rivals if (t.kind, t.key) != (cand.kind, cand.key)]
+        for t in changed:
+            # what lay here before, and what that had displaced (a tile that came back
+            # from a flower and was then read as another tile still came back)
+            cand.displaced |= t.displaced | {t.kind}
+            # a sure reading contradicted, not grown on: one of the two is a misread; a
+            # flower where a loose tile lay, or the reverse, whatever the doubt before
+            if {t.kind, cand.kind} == {_FLOWER, _OPEN} or (
+                t.kind == cand.kind
+                and not _grows_into(t.value, cand.value)
+                and not self._doubt(t, tracks, but_for=_what(cand.value))
             ):
-                # a loose tile that came back from being read as a flower: a flower reading
-                # now puts it in doubt (a dispute), it does not flip it over again
-                continue
-            if any(self._arriving(t, tracks) for t in rivals):
-                continue  # what lay here is seen elsewhere, not yet settled: it may have moved
-            cand.disputes.update(self._live_disputes(cand, tracks))
-            cand.confirmed = True
-            cand.latched = cand.unsure >= DOUBT_WEIGHT
-            for t in rivals:
-                tracks.remove(t)
-            changed = [t for t in rivals if (t.kind, t.key) != (cand.kind, cand.key)]
-            for t in changed:
-                # what lay here before, and what that had displaced (a tile that came back
-                # from a flower and was then read as another tile still came back)
-                cand.displaced |= t.displaced | {t.kind}
-                # a sure reading contradicted, not grown on: one of the two is a misread; a
-                # flower where a loose tile lay, or the reverse, whatever the doubt before
-                if {t.kind, cand.kind} == {_FLOWER, _OPEN} or (
-                    t.kind == cand.kind
-                    and not _grows_into(t.value, cand.value)
-                    and not self._doubt(t, tracks, but_for=_what(cand.value))
-                ):
-                    cand.replaced(t)
-                    if _OPEN in (t.kind, cand.kind):
-                        open_notes.append(f"{_what(t.value)} read as {_what(cand.value)}")
-            if len(changed) == len(rivals):
-                changes += self._report(seat, cand, changed, tracks)
-            else:  # the same thing, only nudged: just what else it displaced is gone
-                changes += [self._removed(seat, t) for t in changed if t.kind != _OPEN]
-            open_changed |= cand.kind == _OPEN or any(t.kind == _OPEN for t in rivals)
+                cand.replaced(t)
+                if _OPEN in (t.kind, cand.kind):
+                    open_notes.append(f"{_what(t.value)} read as {_what(cand.value)}")
+        if len(changed) == len(rivals):
+            return self._report(seat, cand, changed, tracks)
+        # the same thing, only nudged: just what else it displaced is gone
+        return [self._removed(seat, t) for t in changed if t.kind != _OPEN]
+
+    def _drop_gone(self, seat: int, tracks: list[_Track], changes: list[TableChange]) -> bool:
+        """Drop the settled things whose place has been seen clear long enough, adding their
+        removals to ``changes``; whether a loose tile went."""
+        open_changed = False
         for t in [t for t in tracks if t.confirmed and t.clear >= self.remove_frames]:
             if any(
                 not c.confirmed
@@ -877,22 +909,24 @@ class TableTracker:
             open_changed |= t.kind == _OPEN
             if t.kind != _OPEN:
                 changes.append(self._removed(seat, t))
-        if open_changed:
-            opens = [t for t in tracks if t.confirmed and t.kind == _OPEN]
-            doubts = [*open_notes]
-            doubts += [f"{_what(t.value)}: {why}" for t in opens if (why := self._doubt(t, tracks))]
-            doubts = [*dict.fromkeys(doubts)]  # four 5s flagged alike: said once
-            changes.append(
-                TableChange(
-                    seat,
-                    ChangeKind.OPEN_TILES,
-                    self.frame,
-                    open_tiles=self.view(seat).open_tiles,
-                    needs_confirmation=bool(doubts),
-                    note="; ".join(doubts),
-                )
-            )
-        return changes
+        return open_changed
+
+    def _open_tiles_change(
+        self, seat: int, tracks: list[_Track], open_notes: list[str]
+    ) -> TableChange:
+        """The seat's loose tiles as they now stand, flagged with every doubt about them."""
+        opens = [t for t in tracks if t.confirmed and t.kind == _OPEN]
+        doubts = [*open_notes]
+        doubts += [f"{_what(t.value)}: {why}" for t in opens if (why := self._doubt(t, tracks))]
+        doubts = [*dict.fromkeys(doubts)]  # four 5s flagged alike: said once
+        return TableChange(
+            seat,
+            ChangeKind.OPEN_TILES,
+            self.frame,
+            open_tiles=self.view(seat).open_tiles,
+            needs_confirmation=bool(doubts),
+            note="; ".join(doubts),
+        )
 
     def _holds_against(self, t: _Track, loose: _Track, tracks: Sequence[_Track]) -> bool:
         """Whether settled ``t`` stands against a loose tile read on its place: a flower

@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cv2
 import numpy as np
@@ -38,6 +38,9 @@ import numpy as np
 from controller.errors import ModelError
 from vision.files import check_folder_takes_files, write_text_atomically
 from vision.labels import BACK, LABEL_NAMES, NUM_LABELS
+
+if TYPE_CHECKING:  # the recogniser loads onnxruntime: imported where it runs
+    from vision.recognizer import TileRecognizer
 
 STRIDE = 4
 CROP_SIZE = 48
@@ -980,40 +983,13 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
         f"{time.time() - t0:.0f}s"
     )
 
-    if cfg.reuse_finder is None:
-        finder_photos = _fitting_photos(cfg, train_photos)
-        finder = _train_finder(cfg, finder_photos, val_photos, pool + table_samples, rng)
-        # exported now: the classifier's real crops are cut where this finder finds the tiles
-        export_onnx(finder, None, cfg.out_dir)
-        finder_file = cfg.out_dir / FINDER_FILE
-    else:
-        finder_file = _kept_file(cfg.reuse_finder, "finder", FINDER_FILE)
-    if cfg.reuse_classifier is None:
-        # the validation crops too: the epoch kept is the one that reads such crops best
-        found = (
-            _found_boxes(cfg, train_photos + val_photos, finder_file)
-            if cfg.crops_at_found_boxes
-            else None
-        )
-        classifier, cls_metrics = _train_classifier(
-            cfg, train_photos, val_photos, pool, rng, table_crops, found
-        )
-    else:
-        classifier = None
-        cls_metrics = _reuse(
-            cfg.reuse_classifier,
-            cfg.out_dir,
-            "classifier",
-            (
-                (_kept_file(cfg.reuse_classifier, "classifier", CLASSIFIER_FILE), CLASSIFIER_FILE),
-                (cfg.reuse_classifier / BASE_HEAD_FILE, BASE_HEAD_FILE),
-            ),
-            kept["classifier"],
-        )
+    finder, finder_file = _finder_part(cfg, train_photos, val_photos, pool + table_samples, rng)
+    classifier, cls_metrics = _classifier_part(
+        cfg, kept, train_photos, val_photos, pool, rng, table_crops, finder_file
+    )
     if cfg.reuse_finder is None:
         finder_metrics = _validate_finder(finder, val_photos, cfg)
     else:
-        finder = None
         finder_metrics = _reuse(
             cfg.reuse_finder,
             cfg.out_dir,
@@ -1023,7 +999,77 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
         )
 
     export_onnx(None, classifier, cfg.out_dir)  # the finder went out when it was trained
-    manifest: dict[str, Any] = {
+    validation = {**finder_metrics, **cls_metrics}
+    manifest = _trained_manifest(cfg, kept, len(train_photos), len(val_photos), t0, validation)
+    if "quantised" in kept.get("classifier", {}):
+        # a kept classifier keeps its record of how it was quantised (or why not)
+        manifest["training"]["quantised"] = kept["classifier"]["quantised"]
+    write_manifest(cfg.out_dir, manifest)
+    if cfg.quantise:
+        quantise_model(cfg.out_dir, train_photos, val_photos, cfg)
+    # the run-time settings are chosen on the exported model, run as the recogniser runs it
+    manifest = tune(cfg.out_dir, val_photos, cfg.threads, cfg.log, cfg.tune_table_frames)
+    manifest["training"]["seconds"] = round(time.time() - t0)
+    write_manifest(cfg.out_dir, manifest)
+    cfg.log(f"done in {time.time() - t0:.0f}s: {manifest['training']['validation']}")
+    return manifest
+
+
+def _finder_part(cfg: TrainConfig, train_photos, val_photos, scenes, rng) -> tuple[Any, Path]:
+    """The finder trained (and exported at once) on ``scenes`` and the photos it fits, or
+    None where it is kept from another model; and the finder file in use."""
+    if cfg.reuse_finder is not None:
+        return None, _kept_file(cfg.reuse_finder, "finder", FINDER_FILE)
+    finder_photos = _fitting_photos(cfg, train_photos)
+    finder = _train_finder(cfg, finder_photos, val_photos, scenes, rng)
+    # exported now: the classifier's real crops are cut where this finder finds the tiles
+    export_onnx(finder, None, cfg.out_dir)
+    return finder, cfg.out_dir / FINDER_FILE
+
+
+def _classifier_part(
+    cfg: TrainConfig,
+    kept: dict[str, dict[str, Any]],
+    train_photos,
+    val_photos,
+    pool,
+    rng,
+    table_crops,
+    finder_file: Path,
+) -> tuple[Any, dict[str, Any]]:
+    """The classifier trained, with its validation figures; or None and the kept one's
+    figures, its files copied in."""
+    if cfg.reuse_classifier is None:
+        # the validation crops too: the epoch kept is the one that reads such crops best
+        found = (
+            _found_boxes(cfg, train_photos + val_photos, finder_file)
+            if cfg.crops_at_found_boxes
+            else None
+        )
+        return _train_classifier(cfg, train_photos, val_photos, pool, rng, table_crops, found)
+    return None, _reuse(
+        cfg.reuse_classifier,
+        cfg.out_dir,
+        "classifier",
+        (
+            (_kept_file(cfg.reuse_classifier, "classifier", CLASSIFIER_FILE), CLASSIFIER_FILE),
+            (cfg.reuse_classifier / BASE_HEAD_FILE, BASE_HEAD_FILE),
+        ),
+        kept["classifier"],
+    )
+
+
+def _trained_manifest(
+    cfg: TrainConfig,
+    kept: dict[str, dict[str, Any]],
+    train_photos: int,
+    val_photos: int,
+    t0: float,
+    validation: dict[str, Any],
+) -> dict[str, Any]:
+    """The manifest of the model as trained, before :func:`tune` chooses its run-time
+    settings."""
+    return {
         "format": 1,
         "finder": FINDER_FILE,
         "classifier": CLASSIFIER_FILE,
@@ -1037,24 +1083,12 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
         "labels": list(LABEL_NAMES),
         "training": {
             "config": _config_record(cfg, kept),
-            "real_train_photos": len(train_photos),
-            "real_validation_photos": len(val_photos),
+            "real_train_photos": train_photos,
+            "real_validation_photos": val_photos,
             "seconds": round(time.time() - t0),
-            "validation": {**finder_metrics, **cls_metrics},
+            "validation": validation,
         },
     }
-    if "quantised" in kept.get("classifier", {}):
-        # a kept classifier keeps its record of how it was quantised (or why not)
-        manifest["training"]["quantised"] = kept["classifier"]["quantised"]
-    write_manifest(cfg.out_dir, manifest)
-    if cfg.quantise:
-        quantise_model(cfg.out_dir, train_photos, val_photos, cfg)
-    # the run-time settings are chosen on the exported model, run as the recogniser runs it
-    manifest = tune(cfg.out_dir, val_photos, cfg.threads, cfg.log, cfg.tune_table_frames)
-    manifest["training"]["seconds"] = round(time.time() - t0)
-    write_manifest(cfg.out_dir, manifest)
-    cfg.log(f"done in {time.time() - t0:.0f}s: {manifest['training']['validation']}")
-    return manifest
 
 
 def quantise_model(
@@ -1236,9 +1270,7 @@ def tune(
     chose 0.5 for the committed model, which read 91 % of the benchmark tables' melds against
     100 % at 0.35.) Table frames never take the close-up second look, so it is chosen on the
     photos alone."""
-    from vision.dataset import tile_f1
     from vision.recognizer import TileRecognizer
-    from vision.table_eval import run as table_run
 
     # one recogniser, its settings changed between runs: the models load once
     rec = TileRecognizer(model_dir, threads=threads)
@@ -1247,65 +1279,11 @@ def tune(
         manifest["finder_threshold"] = 0.4
         write_manifest(model_dir, manifest)
         return manifest
-    images = [p.image() for p in val_photos]
-    start = (rec.rescale_above, rec.rescale_to) if rec.rescale else None
-    start_reread = rec.reread_below
-
-    def set_up(
-        threshold: float, rescale: tuple[float, float] | None, reread: float = start_reread
-    ) -> TileRecognizer:
-        rec.finder_threshold = threshold
-        rec.reread_below = reread
-        rec.rescale = rescale is not None
-        if rescale is not None:
-            rec.rescale_above, rec.rescale_to = rescale
-        return rec
-
-    def scores(threshold: float, rescale, reread: float = start_reread) -> tuple[float, float]:
-        found = set_up(threshold, rescale, reread)
-        preds = [[(d.box, d.label, d.confidence) for d in found.detect(im)] for im in images]
-        pairs = list(zip(preds, val_photos, strict=True))
-        area = tile_f1(pairs, labelled_area_only=True)["f1"]
-        return round(area, 4), round(tile_f1(pairs)["f1"], 4)
-
-    by_t = {t: scores(t, start) for t in THRESHOLDS}
-
-    def melds(threshold: float, reread: float = start_reread) -> float:
-        # table frames never take the close-up second look: the photos' one stands
-        found = set_up(threshold, start, reread)
-        return round(
-            table_run(found, frames=table_frames, seed=TUNE_TABLE_SEED)["meld_accuracy"], 4
-        )
-
-    table = {t: melds(t) for t in THRESHOLDS}
-    eligible = [t for t in THRESHOLDS if table[t] >= max(table.values()) - TABLE_SLACK]
-    threshold = max(eligible, key=lambda t: (by_t[t][0], -abs(t - 0.4)))
-    log(
-        f"tile F1 on the validation photos by finder threshold (labelled area, second look "
-        f"{_rescale_name(start)}): { {t: v[0] for t, v in by_t.items()} }; meld accuracy on "
-        f"{table_frames} rendered tables: {table}; using {threshold}"
-    )
-    by_r = {
-        _rescale_name(r): by_t[threshold] if r == start else scores(threshold, r) for r in RESCALES
-    }
-    # a tie keeps the setting the model had (nothing gained), else the earlier one
-    rescale = max(RESCALES, key=lambda r: (by_r[_rescale_name(r)][0], r == start))
-    name = _rescale_name(rescale)
-    log(
-        f"tile F1 by the close-up second look (rescale_above/rescale_to): "
-        f"{ {k: v[0] for k, v in by_r.items()} }; using {name} "
-        f"(every detection counted: {by_r[name][1]})"
-    )
-    by_u = {u: by_r[name] if u == start_reread else scores(threshold, rescale, u) for u in REREADS}
-    # rereading changes table frames' readings too: held to the threshold's table rule
-    table_u = {u: table[threshold] if u == start_reread else melds(threshold, u) for u in REREADS}
-    fit = [u for u in REREADS if table_u[u] >= max(table_u.values()) - TABLE_SLACK]
-    # a tie takes the fewer rereads: the same reading for less time
-    reread = max(fit, key=lambda u: (by_u[u][0], -u))
-    log(
-        f"tile F1 by the confidence under which a tile is read again turned: "
-        f"{ {u: v[0] for u, v in by_u.items()} }; meld accuracy on {table_frames} rendered "
-        f"tables: {table_u}; using {reread} (every detection counted: {by_u[reread][1]})"
+    trials = _TuningTrials(rec, val_photos, table_frames)
+    threshold, by_t, table = _tune_threshold(trials, log)
+    rescale, by_r = _tune_rescale(trials, threshold, by_t[threshold], log)
+    reread, by_u, table_u = _tune_reread(
+        trials, threshold, rescale, by_r[_rescale_name(rescale)], table[threshold], log
     )
     manifest["finder_threshold"] = threshold
     manifest["reread_below"] = reread
@@ -1329,6 +1307,124 @@ def tune(
     )
     write_manifest(model_dir, manifest)
     return manifest
+
+
+_Rescale = tuple[float, float] | None
+"""A close-up second look, ``(rescale_above, rescale_to)``, or None for none."""
+
+
+class _TuningTrials:
+    """One recogniser run on the validation photos and on rendered tables with the settings
+    :func:`tune` tries, each figure rounded as it is recorded."""
+
+    def __init__(self, rec: TileRecognizer, val_photos, table_frames: int) -> None:
+        self.rec = rec
+        self.val_photos = val_photos
+        self.table_frames = table_frames
+        self.images = [p.image() for p in val_photos]
+        # the settings the model came with: kept where nothing beats them
+        self.start: _Rescale = (rec.rescale_above, rec.rescale_to) if rec.rescale else None
+        self.start_reread = rec.reread_below
+
+    def set_up(
+        self, threshold: float, rescale: _Rescale, reread: float | None = None
+    ) -> TileRecognizer:
+        rec = self.rec
+        rec.finder_threshold = threshold
+        rec.reread_below = self.start_reread if reread is None else reread
+        rec.rescale = rescale is not None
+        if rescale is not None:
+            rec.rescale_above, rec.rescale_to = rescale
+        return rec
+
+    def scores(
+        self, threshold: float, rescale: _Rescale, reread: float | None = None
+    ) -> tuple[float, float]:
+        """Tile F1 on the photos: in their labelled areas, and of every detection."""
+        from vision.dataset import tile_f1
+
+        found = self.set_up(threshold, rescale, reread)
+        preds = [[(d.box, d.label, d.confidence) for d in found.detect(im)] for im in self.images]
+        pairs = list(zip(preds, self.val_photos, strict=True))
+        area = tile_f1(pairs, labelled_area_only=True)["f1"]
+        return round(area, 4), round(tile_f1(pairs)["f1"], 4)
+
+    def melds(self, threshold: float, reread: float | None = None) -> float:
+        """Meld accuracy on the rendered tables."""
+        from vision.table_eval import run as table_run
+
+        # table frames never take the close-up second look: the photos' one stands
+        found = self.set_up(threshold, self.start, reread)
+        return round(
+            table_run(found, frames=self.table_frames, seed=TUNE_TABLE_SEED)["meld_accuracy"], 4
+        )
+
+
+def _tune_threshold(
+    trials: _TuningTrials, log: Callable[[str], None]
+) -> tuple[float, dict[float, tuple[float, float]], dict[float, float]]:
+    """The finder threshold of best photo F1 of those that read the tables about as well as
+    the best, with each threshold's photo scores and table meld accuracy."""
+    by_t = {t: trials.scores(t, trials.start) for t in THRESHOLDS}
+    table = {t: trials.melds(t) for t in THRESHOLDS}
+    eligible = [t for t in THRESHOLDS if table[t] >= max(table.values()) - TABLE_SLACK]
+    threshold = max(eligible, key=lambda t: (by_t[t][0], -abs(t - 0.4)))
+    log(
+        f"tile F1 on the validation photos by finder threshold (labelled area, second look "
+        f"{_rescale_name(trials.start)}): { {t: v[0] for t, v in by_t.items()} }; meld "
+        f"accuracy on {trials.table_frames} rendered tables: {table}; using {threshold}"
+    )
+    return threshold, by_t, table
+
+
+def _tune_rescale(
+    trials: _TuningTrials,
+    threshold: float,
+    at_start: tuple[float, float],
+    log: Callable[[str], None],
+) -> tuple[_Rescale, dict[str, tuple[float, float]]]:
+    """The close-up second look of best photo F1 at ``threshold``, with each one's scores by
+    name (``at_start``: the scores of the model's own, measured already)."""
+    by_r = {
+        _rescale_name(r): at_start if r == trials.start else trials.scores(threshold, r)
+        for r in RESCALES
+    }
+    # a tie keeps the setting the model had (nothing gained), else the earlier one
+    rescale = max(RESCALES, key=lambda r: (by_r[_rescale_name(r)][0], r == trials.start))
+    name = _rescale_name(rescale)
+    log(
+        f"tile F1 by the close-up second look (rescale_above/rescale_to): "
+        f"{ {k: v[0] for k, v in by_r.items()} }; using {name} "
+        f"(every detection counted: {by_r[name][1]})"
+    )
+    return rescale, by_r
+
+
+def _tune_reread(
+    trials: _TuningTrials,
+    threshold: float,
+    rescale: _Rescale,
+    at_start: tuple[float, float],
+    table_at_start: float,
+    log: Callable[[str], None],
+) -> tuple[float, dict[float, tuple[float, float]], dict[float, float]]:
+    """The reread confidence of best photo F1 of those that read the tables about as well as
+    the best, with each one's photo scores and table meld accuracy (``at_start`` and
+    ``table_at_start``: the model's own, measured already)."""
+    start = trials.start_reread
+    by_u = {u: at_start if u == start else trials.scores(threshold, rescale, u) for u in REREADS}
+    # rereading changes table frames' readings too: held to the threshold's table rule
+    table_u = {u: table_at_start if u == start else trials.melds(threshold, u) for u in REREADS}
+    fit = [u for u in REREADS if table_u[u] >= max(table_u.values()) - TABLE_SLACK]
+    # a tie takes the fewer rereads: the same reading for less time
+    reread = max(fit, key=lambda u: (by_u[u][0], -u))
+    log(
+        f"tile F1 by the confidence under which a tile is read again turned: "
+        f"{ {u: v[0] for u, v in by_u.items()} }; meld accuracy on {trials.table_frames} "
+        f"rendered tables: {table_u}; using {reread} (every detection counted: "
+        f"{by_u[reread][1]})"
+    )
+    return reread, by_u, table_u
 
 
 def _train_finder(cfg: TrainConfig, photos, val_photos, pool, rng):

@@ -273,75 +273,14 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
     ``ready_check(hand) -> bool`` decides whether a ``discarder_hand`` is ready; the scorer
     passes its own (it depends on the profile).
     """
-    if not isinstance(data, Mapping):
-        raise WinInputError(f"a win is a JSON object, not {type(data).__name__}")
-    unknown = set(data) - _FIELDS
-    if unknown:
-        raise WinInputError(
-            f"unknown field (known: {', '.join(sorted(_FIELDS))})", field=_first(unknown)
-        )
-    win = _required(data, "win")
-    if not isinstance(win, Mapping):
-        raise WinInputError('an object like {"type": "discard", "from": 3}', field="win")
-    try:
-        how = WinType(_required(win, "type", "win.type"))
-    except ValueError:
-        names = ", ".join(w.value for w in WinType)
-        raise WinInputError(
-            f"one of {names}, not {show(win.get('type'))}", field="win.type"
-        ) from None
-    extra = set(win) - {"type", "from"}
-    if extra:
-        raise WinInputError("unknown field (known: type, from)", field=f"win.{_first(extra)}")
-
-    melds = _melds(data.get("melds", []), "melds")
-    concealed = _tiles(data.get("concealed", ""), "concealed")
-    flowers_named, flower_count = _flowers(data.get("flowers", 0))
-    winning = data.get("winning_tile")
-    winning_tile = None if winning is None else _one_tile(winning, "winning_tile")
-    hand = _field(
-        "concealed",
-        lambda: Hand(tuple(concealed), tuple(melds), tuple(flowers_named), winning_tile),
-    )
-
-    ready = data.get("discarder_ready")
-    if ready is not None and not isinstance(ready, bool):
-        raise WinInputError(f"true or false, not {show(ready)}", field="discarder_ready")
-    if "discarder_hand" in data:
-        if ready is not None:
-            raise WinInputError(
-                "give discarder_ready or discarder_hand, not both", field="discarder_hand"
-            )
-        dh = data["discarder_hand"]
-        if not isinstance(dh, Mapping):
-            raise WinInputError(
-                'an object like {"concealed": "...", "melds": [...]}', field="discarder_hand"
-            )
-        extra = set(dh) - {"concealed", "melds"}
-        if extra:
-            raise WinInputError(
-                "unknown field (known: concealed, melds)",
-                field=f"discarder_hand.{_first(extra)}",
-            )
-        # the discarder's hand says only whether they were ready: its kongs' kinds do not count
-        d_melds = _melds(dh.get("melds", []), "discarder_hand.melds", scored=False)
-        d_tiles = _tiles(dh.get("concealed", ""), "discarder_hand.concealed")
-        d_hand = _field("discarder_hand", lambda: Hand(tuple(d_tiles), tuple(d_melds)))
-        _field("discarder_hand.concealed", lambda: d_hand.check_size(complete=False))
-        if ready_check is None:
-            raise WinInputError("cannot judge readiness here", field="discarder_hand")
-        ready = bool(ready_check(d_hand))
-
-    dice = data.get("dice")
-    if dice is not None:
-        if not isinstance(dice, list | tuple) or len(dice) != 2:
-            raise WinInputError(f"two dice like [2, 5], not {show(dice)}", field="dice")
-        dice = tuple(dice)
-    pairs = data.get("bound_pairs", [])
-    if not isinstance(pairs, list | tuple) or not all(
-        isinstance(p, list | tuple) and len(p) == 2 for p in pairs
-    ):
-        raise WinInputError(f"a list of [a, b] seat pairs, not {show(pairs)}", field="bound_pairs")
+    # each step raises on the first mistake it finds, so the order of the steps is the order
+    # in which mistakes are reported
+    _check_known_fields(data)
+    win, how = _win_how(data)
+    hand, flower_count = _hand_from_json(data)
+    ready = _discarder_ready(data, ready_check)
+    dice = _dice(data)
+    pairs = _bound_pairs(data)
     missed_tiles = _tile_list(data.get("missed_tiles", []), "missed_tiles", _one_tile)
 
     return _field(
@@ -365,6 +304,102 @@ def win_from_json(data: Any, *, ready_check: Any = None) -> Win:
             stake=_stake(data.get("stake", 1)),
         ),
     )
+
+
+def _check_known_fields(data: Any) -> None:
+    """Refuse anything but an object of the fields a win has."""
+    if not isinstance(data, Mapping):
+        raise WinInputError(f"a win is a JSON object, not {type(data).__name__}")
+    unknown = set(data) - _FIELDS
+    if unknown:
+        raise WinInputError(
+            f"unknown field (known: {', '.join(sorted(_FIELDS))})", field=_first(unknown)
+        )
+
+
+def _win_how(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], WinType]:
+    """The ``win`` object and its type (its ``from`` is read when the :class:`Win` is built)."""
+    win = _required(data, "win")
+    if not isinstance(win, Mapping):
+        raise WinInputError('an object like {"type": "discard", "from": 3}', field="win")
+    try:
+        how = WinType(_required(win, "type", "win.type"))
+    except ValueError:
+        names = ", ".join(w.value for w in WinType)
+        raise WinInputError(
+            f"one of {names}, not {show(win.get('type'))}", field="win.type"
+        ) from None
+    extra = set(win) - {"type", "from"}
+    if extra:
+        raise WinInputError("unknown field (known: type, from)", field=f"win.{_first(extra)}")
+    return win, how
+
+
+def _hand_from_json(data: Mapping[str, Any]) -> tuple[Hand, int]:
+    """The winner's hand, and how many flowers they hold (named flowers go into the hand)."""
+    melds = _melds(data.get("melds", []), "melds")
+    concealed = _tiles(data.get("concealed", ""), "concealed")
+    flowers_named, flower_count = _flowers(data.get("flowers", 0))
+    winning = data.get("winning_tile")
+    winning_tile = None if winning is None else _one_tile(winning, "winning_tile")
+    hand = _field(
+        "concealed",
+        lambda: Hand(tuple(concealed), tuple(melds), tuple(flowers_named), winning_tile),
+    )
+    return hand, flower_count
+
+
+def _discarder_ready(data: Mapping[str, Any], ready_check: Any) -> bool | None:
+    """Whether the discarder was ready: given outright, or judged by ``ready_check`` from the
+    discarder's hand; None where neither is given."""
+    ready = data.get("discarder_ready")
+    if ready is not None and not isinstance(ready, bool):
+        raise WinInputError(f"true or false, not {show(ready)}", field="discarder_ready")
+    if "discarder_hand" not in data:
+        return ready
+    if ready is not None:
+        raise WinInputError(
+            "give discarder_ready or discarder_hand, not both", field="discarder_hand"
+        )
+    dh = data["discarder_hand"]
+    if not isinstance(dh, Mapping):
+        raise WinInputError(
+            'an object like {"concealed": "...", "melds": [...]}', field="discarder_hand"
+        )
+    extra = set(dh) - {"concealed", "melds"}
+    if extra:
+        raise WinInputError(
+            "unknown field (known: concealed, melds)",
+            field=f"discarder_hand.{_first(extra)}",
+        )
+    # the discarder's hand says only whether they were ready: its kongs' kinds do not count
+    d_melds = _melds(dh.get("melds", []), "discarder_hand.melds", scored=False)
+    d_tiles = _tiles(dh.get("concealed", ""), "discarder_hand.concealed")
+    d_hand = _field("discarder_hand", lambda: Hand(tuple(d_tiles), tuple(d_melds)))
+    _field("discarder_hand.concealed", lambda: d_hand.check_size(complete=False))
+    if ready_check is None:
+        raise WinInputError("cannot judge readiness here", field="discarder_hand")
+    return bool(ready_check(d_hand))
+
+
+def _dice(data: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """The two dice thrown, if given (their values are checked when the :class:`Win` is built)."""
+    dice = data.get("dice")
+    if dice is None:
+        return None
+    if not isinstance(dice, list | tuple) or len(dice) != 2:
+        raise WinInputError(f"two dice like [2, 5], not {show(dice)}", field="dice")
+    return tuple(dice)
+
+
+def _bound_pairs(data: Mapping[str, Any]) -> list[Any] | tuple[Any, ...]:
+    """The ``bound_pairs`` list, each an ``[a, b]`` pair (its seats checked by :class:`Win`)."""
+    pairs = data.get("bound_pairs", [])
+    if not isinstance(pairs, list | tuple) or not all(
+        isinstance(p, list | tuple) and len(p) == 2 for p in pairs
+    ):
+        raise WinInputError(f"a list of [a, b] seat pairs, not {show(pairs)}", field="bound_pairs")
+    return pairs
 
 
 def _field(name: str | None, build: Any) -> Any:
