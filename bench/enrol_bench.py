@@ -38,7 +38,11 @@ import numpy as np
 
 from controller.errors import MahjongTableError
 from controller.exit_codes import ExitCode
-from vision.dataset import (
+from vision.enrol import base_head, embed_views, fit_head
+from vision.files import why_not_writable
+from vision.labels import BACK
+from vision.recognizer import TileRecognizer
+from vision.training.dataset import (
     LabelledPhoto,
     Prediction,
     load_photos,
@@ -46,10 +50,6 @@ from vision.dataset import (
     shared_data_dir,
     tile_f1,
 )
-from vision.enrol import base_head, embed_views, fit_head
-from vision.files import why_not_writable
-from vision.labels import BACK
-from vision.recognizer import TileRecognizer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -66,7 +66,7 @@ def found_tiles(preds, photo) -> list[tuple[Prediction, int]]:
 
 def figures(readings: list[tuple[list[Prediction], LabelledPhoto]]) -> dict[str, Any]:
     """One head's readings: of the tiles found, the share read right (flowers apart), and
-    tile-level figures over the labelled area (:func:`vision.dataset.tile_f1`)."""
+    tile-level figures over the labelled area (:func:`vision.training.dataset.tile_f1`)."""
     found = [(p[1], truth) for preds, photo in readings for p, truth in found_tiles(preds, photo)]
     right = [label == truth for label, truth in found]
     flower_right = [label == truth for label, truth in found if truth >= FLOWERS]

@@ -8,8 +8,8 @@ a person to fill in; then the tile F1 over the photos each verdict names.
     python -m bench.label_audit --score SHEET --agree SECOND_SHEET
 
 The first form writes ``OUT/audit.csv`` (one row per photo, worst tile F1 first: its tiles,
-F1 over the labelled area, misses by cause as :func:`vision.dataset.miss_causes` splits them,
-how much its labels cover one another, our box's side over the label's), ``OUT/index.html``
+F1 over the labelled area, misses by cause as :func:`vision.training.dataset.miss_causes` splits
+them, how much its labels cover one another, our box's side over the label's), ``OUT/index.html``
 (the rows with their pictures) and a picture per drawn photo:
 
 - a labelled box matched by a detection of its label at IoU >= 0.5: green;
@@ -49,7 +49,9 @@ import numpy as np
 
 from controller.errors import MahjongTableError
 from controller.exit_codes import ExitCode
-from vision.dataset import (
+from vision.labels import label_name
+from vision.recognizer import TileRecognizer
+from vision.training.dataset import (
     MISS_CAUSES,
     SPLITS,
     LabelledPhoto,
@@ -62,8 +64,6 @@ from vision.dataset import (
     shared_data_dir,
     tile_f1,
 )
-from vision.labels import label_name
-from vision.recognizer import TileRecognizer
 
 VERDICTS = ("fits", "misfit")
 """What an auditor may write in the ``verdict`` column (or leave it empty)."""

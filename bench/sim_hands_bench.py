@@ -45,7 +45,7 @@ from vision.files import why_not_writable
 from vision.melds import SeatView
 from vision.pipeline import TablePipeline
 from vision.recognizer import TileRecognizer
-from vision.table_scene import TableLayout
+from vision.rendering.table_scene import TableLayout
 
 DEFAULT_HANDS = 20
 DEFAULT_HOLD = 6

@@ -1,5 +1,5 @@
 """Table-frame figures for ``python -m bench.vision_bench``: meld and flower accuracy per seat on
-rendered table frames, read through the real pipeline (see :mod:`vision.table_eval`).
+rendered table frames, read through the real pipeline (see :mod:`vision.training.table_eval`).
 
     python -m bench.table_frames [--frames 20] [--mode frame|seats] [--model DIR]
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from vision import table_eval
+from vision.training import table_eval
 
 
 def run(recognizer: Any) -> dict[str, Any]:

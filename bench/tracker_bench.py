@@ -4,15 +4,15 @@ settles is flagged when right, and left unflagged when wrong, under noisy per-fr
     python -m bench.tracker_bench [--frames 800] [--seed 7] [--scenario NAME ...] [--json PATH]
 
 One fixed table (:data:`LAYOUT`: four seats with flowers, pungs, chows, exposed, added and
-concealed kongs, and one hand laid open), laid out once by :class:`vision.table_scene.TableScene`,
-is read frame after frame as the recogniser would read it, with the noise of each named
-scenario (:data:`SCENARIOS`): reads dipping below the model's ``min_confidence`` (flagged),
-tiles not found, a hand over part of a meld for a few frames, glare reading a tile sure as a
-neighbouring label for 2-8 frames (10-40 in "long glare", longer than the tracker takes to
-settle a reading and then to stop doubting it). The reads go through
-:func:`vision.melds.group_table` (which merges a tile found twice) to
-:meth:`TableTracker.update`, with a bare-felt test as the pipeline's (a place is bare when
-85 % of it shows felt, and never under the hand).
+concealed kongs, and one hand laid open), laid out once by
+:class:`vision.rendering.table_scene.TableScene`, is read frame after frame as the
+recogniser would read it, with the noise of each named scenario (:data:`SCENARIOS`): reads
+dipping below the model's ``min_confidence`` (flagged), tiles not found, a hand over part of
+a meld for a few frames, glare reading a tile sure as a neighbouring label for 2-8 frames
+(10-40 in "long glare", longer than the tracker takes to settle a reading and then to stop
+doubting it). The reads go through :func:`vision.melds.group_table` (which merges a tile
+found twice) to :meth:`TableTracker.update`, with a bare-felt test as the pipeline's (a
+place is bare when 85 % of it shows felt, and never under the hand).
 
 After the first :data:`WARMUP` frames (the table settling), every frame's settled views
 (:attr:`TableTracker.views`) are scored against the layout by :func:`score`. Each flower,
@@ -64,8 +64,9 @@ from vision.calibration import Calibration
 from vision.files import why_not_writable
 from vision.labels import BACK
 from vision.melds import SeatView, TileRead, group_table
-from vision.recognizer import DEFAULT_MODEL_DIR, read_manifest
-from vision.table_scene import PlacedOnTable, TableLayout, TableScene
+from vision.model_manifest import ModelManifest
+from vision.recognizer import DEFAULT_MODEL_DIR
+from vision.rendering.table_scene import PlacedOnTable, TableLayout, TableScene
 from vision.tracker import BareTest, TableTracker
 
 SCENE_SEED = 5
@@ -114,7 +115,7 @@ def _min_confidence() -> float:
     """The committed model's ``min_confidence``, read from its manifest as the recogniser
     reads it (without loading the model): reads under it come flagged. The tracker goes by
     the flag alone; the numbers only have to agree with it, as the recogniser's do."""
-    return float(read_manifest(DEFAULT_MODEL_DIR).get("min_confidence", 0.6))
+    return ModelManifest.read(DEFAULT_MODEL_DIR).min_confidence
 
 
 MIN_CONFIDENCE = _min_confidence()

@@ -3,12 +3,13 @@ close-ups taken at a slant), one model or several side by side.
 
     python -m bench.turned_bench [--data ../shared/data] [--split validation] [MODEL_DIR ...]
 
-Each photo of the split whose labelled boxes stay apart (:func:`vision.dataset.label_overlap`
-under 0.2, so that the boxes fit their tiles) is turned about its centre by each angle on a
-canvas half as large again (the edges repeated, nothing cut off), and every labelled box is
-turned with it; the classifier reads each tile at the axis-aligned box that holds its turned
-box, as the finder boxes a tilted tile. Printed per angle and model: the share of tiles read
-right, and of the flowers. Without a model folder, the committed model is read.
+Each photo of the split whose labelled boxes stay apart
+(:func:`vision.training.dataset.label_overlap` under 0.2, so that the boxes fit their tiles)
+is turned about its centre by each angle on a canvas half as large again (the edges
+repeated, nothing cut off), and every labelled box is turned with it; the classifier reads
+each tile at the axis-aligned box that holds its turned box, as the finder boxes a tilted
+tile. Printed per angle and model: the share of tiles read right, and of the flowers.
+Without a model folder, the committed model is read.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import numpy as np
 
 from controller.errors import MahjongTableError
 from controller.exit_codes import ExitCode
-from vision.dataset import label_overlap, load_photos, shared_data_dir
 from vision.labels import FLOWER_LABELS
 from vision.recognizer import TileRecognizer
+from vision.training.dataset import label_overlap, load_photos, shared_data_dir
 
 ANGLES = (0, 15, 30, 45)
 APART = 0.2

@@ -9,12 +9,12 @@ Prints, on the held-out split of the real photos (sources never trained on):
   and the right label), for all tiles, for the 34 playing kinds and for the flowers apart;
 - how the tiles found were read: right, wrong but flagged for confirmation, wrong unflagged;
 - the same with a tile found outside a photo's labelled area not counted as false (most
-  photos label only the players' rows; see :func:`vision.dataset.labelled_area`), and the
+  photos label only the players' rows; see :func:`vision.training.dataset.labelled_area`), and the
   tile finder alone on that footing;
 - on that footing too, the flowers as the score sees them: every flower tile is one 花
   whichever it is (docs/rules.md), so a flower read as another flower counts as right;
 - the labelled-area figures apart for photos whose labelled boxes cover their neighbours
-  (:func:`vision.dataset.label_overlap`: rotated copies, shifted or enlarged boxes, where a
+  (:func:`vision.training.dataset.label_overlap`: rotated copies, shifted or enlarged boxes, where a
   detection that fits its tile can miss IoU 0.5) and for the rest;
 - the same for the peer on the kinds it knows (its 34 riichi kinds: flower tiles are left
   out of the truth, and what either side finds on one is not counted), and ours on that same
@@ -26,8 +26,8 @@ Prints, on the held-out split of the real photos (sources never trained on):
   round given too);
 - peak resident memory of a fresh process that loads the recogniser and reads a frame;
 - the table-frame figures (meld and flower accuracy per seat, through the whole table
-  pipeline) from :func:`vision.table_eval.run` (the table pipeline's part of this benchmark),
-  printed under "table frames".
+  pipeline) from :func:`vision.training.table_eval.run` (the table pipeline's part of this
+  benchmark), printed under "table frames".
 
 The peer (a YOLOv8 ONNX model for riichi tiles, ``pip install .[bench]``) is a benchmark peer
 only and never shipped.
@@ -51,7 +51,11 @@ import numpy as np
 
 from controller.errors import MahjongTableError
 from controller.exit_codes import ExitCode
-from vision.dataset import (
+from vision.detection import box_iou
+from vision.files import why_not_writable
+from vision.labels import BACK, FLOWER_LABELS, label_name
+from vision.recognizer import TileRecognizer
+from vision.training.dataset import (
     CROWDED_LABELS,
     MISS_CAUSES,
     label_overlap,
@@ -61,10 +65,6 @@ from vision.dataset import (
     outside_labelled_area,
     shared_data_dir,
 )
-from vision.detection import box_iou
-from vision.files import why_not_writable
-from vision.labels import BACK, FLOWER_LABELS, label_name
-from vision.recognizer import TileRecognizer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -248,7 +248,7 @@ def timed(fn, *args, repeat: int) -> tuple[float, object]:
 
 def table_frames(n: int, seed: int = 0) -> list[tuple[np.ndarray, int]]:
     """``n`` rendered 1280x960 table frames (simulator camera) with their tile counts."""
-    from vision.synth import procedural_variants, table_frame
+    from vision.training.synth import procedural_variants, table_frame
 
     rng = np.random.default_rng(seed)
     faces = procedural_variants()
@@ -370,14 +370,15 @@ class PhotoCounts:
         self.peer = Tally("peer, its 34 kinds (flower tiles left out)", playing)
         self.per_label = {k: Tally(label_name(k), {k}) for k in range(42)}
         # the same, not counting what is found outside a photo's labelled area (see
-        # vision.dataset.labelled_area): most photos label only the players' rows
+        # vision.training.dataset.labelled_area): most photos label only the players' rows
         self.area_all = Tally("ours, all tiles", everything)
         self.area_flow = Tally("ours, flowers", flowers)
         self.area_finder = Tally("tile finding alone (any label)", {0})
         # every flower tile is one 花 whichever flower it is: how the score sees them
         self.area_any_flower = Tally("flowers, read as any flower", {FLOWER_LABELS[0]})
         # the same apart for photos whose labelled boxes cover their neighbours (rotated
-        # copies, shifted or enlarged boxes: see vision.dataset.label_overlap) and for the rest
+        # copies, shifted or enlarged boxes: see vision.training.dataset.label_overlap) and for
+        # the rest
         self.by_fit = {
             crowded: (
                 Tally("ours, all tiles", everything),
@@ -632,11 +633,11 @@ def _peak_memory(
 def _table_figures(
     args: argparse.Namespace, rec: TileRecognizer, figures: dict[str, object]
 ) -> None:
-    """The table pipeline's part of the benchmark (:func:`vision.table_eval.run`), where that
-    module is present and tables are asked for."""
-    if importlib.util.find_spec("vision.table_eval") is None or not args.table_frames:
+    """The table pipeline's part of the benchmark (:func:`vision.training.table_eval.run`), where
+    that module is present and tables are asked for."""
+    if importlib.util.find_spec("vision.training.table_eval") is None or not args.table_frames:
         return
-    from vision.table_eval import run as table_run
+    from vision.training.table_eval import run as table_run
 
     print(f"table frames ({args.table_frames} rendered tables through the table pipeline):")
     table = table_run(rec, frames=args.table_frames)

@@ -2,7 +2,7 @@
 
 :class:`SimCamera` is a :class:`vision.camera.CameraSource` like a USB or Pi camera, so the
 vision pipeline reads it through the same code. What lies on the table is a
-:class:`vision.table_scene.TableLayout` that the simulator changes while the game runs
+:class:`vision.rendering.table_scene.TableLayout` that the simulator changes while the game runs
 (:meth:`SimCamera.set_layout`, :meth:`SimCamera.change_seat`); every :meth:`read` renders the
 layout as it is at that moment, through the same renderer the tile model is trained on, with
 fresh sensor noise per frame. :meth:`SimCamera.unplug` and :meth:`SimCamera.replug` make it
@@ -35,8 +35,8 @@ import numpy as np
 from controller.errors import CameraError
 from vision.calibration import Calibration
 from vision.camera import CameraLost, CameraSource
-from vision.render import Camera
-from vision.table_scene import LaidTable, TableFrame, TableLayout, TableScene
+from vision.rendering.render import Camera
+from vision.rendering.table_scene import LaidTable, TableFrame, TableLayout, TableScene
 
 DEFAULT_FAULTS: dict[str, float] = {"noise": 2.0, "blur": 0.5, "gradient": 0.15}
 """A decent camera's picture: a little sensor noise and softness, light falling off a bit."""
@@ -119,9 +119,9 @@ class SimCamera(CameraSource):
 
     ``scene`` is the table (size, markers, felt, tile set; default a 900 mm table); ``size``
     the picture; ``tilt``, ``turn`` and ``zoom`` how the camera is mounted (see
-    :meth:`vision.table_scene.TableScene.camera`); ``faults`` the picture's faults (default
-    :data:`DEFAULT_FAULTS`); ``seed`` makes the frames reproducible; ``layout`` what lies on
-    the table at first.
+    :meth:`vision.rendering.table_scene.TableScene.camera`); ``faults`` the picture's faults
+    (default :data:`DEFAULT_FAULTS`); ``seed`` makes the frames reproducible; ``layout`` what
+    lies on the table at first.
     """
 
     def __init__(
@@ -251,8 +251,8 @@ class SimCamera(CameraSource):
         differ from those of a camera that was only read.
 
         A frame of another layout than the frame before is the scene's
-        :meth:`~vision.table_scene.TableScene.render` with the frame's seed; the frames after
-        it that show the same layout reuse the laid table and draw their sensor noise a
+        :meth:`~vision.rendering.table_scene.TableScene.render` with the frame's seed; the frames
+        after it that show the same layout reuse the laid table and draw their sensor noise a
         quicker way (the same spread, other values), so the same seed and the same layouts
         in the same order give the same frames."""
         with self._lock:  # two threads rendering at once must not share a frame's noise

@@ -1,12 +1,13 @@
 """A hand laid on the simulated table, step by step, as the overhead camera would see it.
 
-:func:`laid_hand` draws the table as a hand ends (:func:`vision.table_scene.random_layout`,
-with a winner) and lays it out from the empty table the way players do: flowers and melds
-one at a time, seat after seat in a random order, an added kong first as the pung it grew
-from, each laid by an arm reaching in from its seat, and at the end the winner's hand laid
-open. Each :class:`Step` is what lies on the table for some frames. The table controller's
-simulator will lay hands from real play; this script is for bringing up a camera and the
-vision pipeline without one (``mahjong-table sim-camera``).
+:func:`laid_hand` draws the table as a hand ends
+(:func:`vision.rendering.table_scene.random_layout`, with a winner) and lays it out from the
+empty table the way players do: flowers and melds one at a time, seat after seat in a random
+order, an added kong first as the pung it grew from, each laid by an arm reaching in from
+its seat, and at the end the winner's hand laid open. Each :class:`Step` is what lies on the
+table for some frames. The table controller's simulator will lay hands from real play; this
+script is for bringing up a camera and the vision pipeline without one (``mahjong-table
+sim-camera``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from controller.rules.melds import SEATS, Meld, MeldKind
 from controller.rules.tiles import Tile
-from vision.table_scene import ArmOver, SeatLayout, TableLayout, random_layout
+from vision.rendering.table_scene import ArmOver, SeatLayout, TableLayout, random_layout
 
 ARM_FRAMES = 2
 """Frames an arm is seen reaching in before what it lays shows."""

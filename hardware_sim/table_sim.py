@@ -590,7 +590,7 @@ class TableSim:
     # -- the hand, as the camera sees it ---------------------------------------------------------
 
     def _lay_plays(self, played: PlayedHand) -> None:
-        from vision.table_scene import SeatLayout, TableLayout
+        from vision.rendering.table_scene import SeatLayout, TableLayout
 
         self._seats = [SeatLayout() for _ in range(4)]
         self._ponds: list[list[Tile]] = [[] for _ in range(4)]
@@ -651,7 +651,7 @@ class TableSim:
 
     def _table(self, arms: tuple[Any, ...] = ()) -> Any:
         """The table as the camera sees it: as it lies, but for a misread tile."""
-        from vision.table_scene import TableLayout
+        from vision.rendering.table_scene import TableLayout
 
         pond: tuple[Tile, ...] = ()
         if self.pond:
@@ -683,7 +683,7 @@ class TableSim:
         self._camera_back = None
 
     def _show_change(self, seat: int, frames: int | None = None) -> None:
-        from vision.table_scene import ArmOver
+        from vision.rendering.table_scene import ArmOver
 
         reach = (self.rng.uniform(150.0, 750.0), self.rng.uniform(40.0, 140.0))
         self._film(replace(self._layout, arms=(ArmOver(seat, reach),)), ARM_FRAMES)
@@ -788,7 +788,7 @@ class TableSim:
             tiles = tuple(sorted((*w.hand.concealed, winning)))
             self._seats[seat] = replace(self._seats[seat], open_tiles=tiles)
             if self._fault == "misread" and not self._misread:
-                from vision.table_scene import SceneError
+                from vision.rendering.table_scene import SceneError
 
                 for wrong in _misreads(tiles, self.rng):
                     self._misread[seat] = wrong

@@ -90,6 +90,61 @@ def test_vision_knows_the_tiles_not_the_scoring(path):
             assert name.startswith(allowed), f"{path.name} imports {name}"
 
 
+RUNTIME = sorted((REPO / "vision").glob("*.py"))
+"""The run-time vision modules (what the table on a Pi needs, and its commands): the top of
+``vision/``, outside its ``rendering`` and ``training`` subpackages."""
+TRAINING_COMMANDS = {("cli.py", "train_command"), ("cli.py", "_retune")}
+"""The functions of run-time modules that may import training when they run: the train command."""
+
+
+def load_time_imports(path: Path) -> set[str]:
+    """The modules a source file imports when it is loaded (not inside a function)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if isinstance(child, ast.Import):
+                found.update(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                found.add(child.module or "")
+                found.update(f"{child.module}.{a.name}" for a in child.names)
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_the_run_time_modules_are_the_top_of_vision():
+    names = {p.stem for p in RUNTIME}
+    assert {"recognizer", "pipeline", "camera", "model_manifest", "cli"} <= names
+    assert not names & {"faces", "render", "table_scene", "train", "training", "dataset", "synth"}
+
+
+@pytest.mark.parametrize("path", RUNTIME, ids=lambda p: p.name)
+def test_the_run_time_loads_nothing_of_rendering_or_training(path):
+    """A Pi runs the top of vision/ alone: nothing of it loads the renderer or the training
+    code (the train command imports training when it runs, and only it)."""
+    for name in load_time_imports(path):
+        assert not name.startswith(("vision.rendering", "vision.training")), f"{path}: {name}"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                ("vision.rendering", "vision.training")
+            ):
+                assert (path.name, fn.name) in TRAINING_COMMANDS, f"{path}:{fn.name} imports it"
+
+
+@pytest.mark.parametrize("path", modules("vision/rendering"), ids=lambda p: p.name)
+def test_rendering_imports_nothing_of_training(path):
+    for name in imports_of(path):
+        assert not name.startswith("vision.training"), f"{path} imports {name}"
+
+
 @pytest.mark.parametrize("path", modules("webui"), ids=lambda p: p.name)
 def test_webui_never_touches_hardware(path):
     for name in imports_of(path):

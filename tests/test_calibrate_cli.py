@@ -14,7 +14,7 @@ import pytest
 from controller.cli import main
 from hardware_sim.camera import SimCamera
 from vision.calibration import MARKER_IDS, find_markers, load_calibration
-from vision.table_scene import ArmOver, TableLayout
+from vision.rendering.table_scene import ArmOver, TableLayout
 
 
 def _max_error_mm(path: Path, camera: SimCamera) -> float:

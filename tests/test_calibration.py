@@ -28,7 +28,7 @@ from vision.calibration import (
     marker_image,
     marker_sheet,
 )
-from vision.table_scene import ArmOver, TableLayout, TableScene
+from vision.rendering.table_scene import ArmOver, TableLayout, TableScene
 
 GEOMETRY = TableGeometry()
 GRID = np.array([(x, y) for x in np.linspace(0, 900, 7) for y in np.linspace(0, 900, 7)])
@@ -183,7 +183,7 @@ def test_a_table_size_a_little_off_is_taken_and_pointed_out(scene: TableScene) -
 
 def _with_a_second_marker(marker: int, centre_mm: tuple[float, float], side_mm: float):
     """A table scene with another copy of ``marker`` printed on the table at ``centre_mm``."""
-    from vision.table_scene import _paste_marker
+    from vision.rendering.table_scene import _paste_marker
 
     scene = TableScene(seed=11)
     table = scene.background.copy()
@@ -447,7 +447,7 @@ def test_other_resolutions_of_the_same_view_are_scaled(scene: TableScene) -> Non
 
 def test_seat_strips_show_each_seat_its_own_tiles_upright(scene: TableScene) -> None:
     from controller.rules.tiles import Tile
-    from vision.table_scene import SeatLayout
+    from vision.rendering.table_scene import SeatLayout
 
     layout = TableLayout(tuple(SeatLayout(flowers=(Tile(34 + k),)) for k in range(SEATS)))
     camera = scene.camera(tilt=8, turn=90)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from controller.errors import DataError
 from controller.rules.tiles import Tile
-from vision.dataset import (
+from vision.training.dataset import (
     CROWDED_LABELS,
     MISS_CAUSES,
     ROBOFLOW_CODES,
@@ -307,7 +307,7 @@ def test_a_bad_label_file_is_named(tmp_path):
 
 
 def test_the_shared_data_is_where_the_variable_says(monkeypatch, tmp_path):
-    from vision.dataset import shared_data_dir
+    from vision.training.dataset import shared_data_dir
 
     monkeypatch.setenv("MAHJONG_SHARED_DATA", str(tmp_path))
     assert shared_data_dir() == tmp_path

@@ -13,10 +13,10 @@ from controller.cli import main
 from controller.errors import ModelError
 from vision import enrol
 from vision.detection import TileDetection
-from vision.faces import procedural_faces
 from vision.labels import BACK, NUM_LABELS
 from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
-from vision.render import Camera, PlacedTile, render_scene
+from vision.rendering.faces import procedural_faces
+from vision.rendering.render import Camera, PlacedTile, render_scene
 
 # a set unlike the training colours: grey-blue body, red back
 OWN_SET = procedural_faces(body=(205, 215, 200), back=(40, 40, 150), name="own")

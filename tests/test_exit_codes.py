@@ -58,7 +58,11 @@ def test_the_table_documents_every_code():
 def test_the_commands_are_found():
     found = {rel(p) for p in command_modules()}
     assert {"controller/score_cli.py", "firmware_bridge/device_cli.py"} <= found
-    assert {"hardware_sim/mcu_cli.py", "vision/table_eval.py", "bench/rules_bench.py"} <= found
+    assert {
+        "hardware_sim/mcu_cli.py",
+        "vision/training/table_eval.py",
+        "bench/rules_bench.py",
+    } <= found
 
 
 @pytest.mark.parametrize("path", sources(), ids=rel)

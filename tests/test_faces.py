@@ -9,8 +9,8 @@ import pytest
 
 from controller.errors import ModelError
 from controller.rules.tiles import parse_tiles
-from vision.faces import FaceSet, art_faces, back_face, procedural_faces, tile_body
 from vision.labels import BACK, NUM_LABELS, label_name
+from vision.rendering.faces import FaceSet, art_faces, back_face, procedural_faces, tile_body
 
 
 def _distinct(faces: FaceSet) -> float:
@@ -103,7 +103,7 @@ def test_art_faces_missing_sheet(tmp_path):
 
 def test_art_that_draws_nothing_names_its_symbol(tmp_path):
     _needs_resvg()
-    from vision.faces import _ART_IDS
+    from vision.rendering.faces import _ART_IDS
 
     symbols = [
         f'<symbol id="{sym}" viewBox="0 0 10 10"><rect x="1" y="1" width="8" height="8"/></symbol>'
@@ -124,7 +124,7 @@ def test_art_that_draws_nothing_names_its_symbol(tmp_path):
 def test_flowers_carry_the_numbers_real_sets_print():
     # sets number the flowers 梅 1, 兰 2, 菊 3, 竹 4 (the photos' labels agree), though the
     # project lists them in the idiom's order 梅兰竹菊 (7f is 竹, 8f is 菊)
-    from vision.faces import _FLOWER_NUMERALS
+    from vision.rendering.faces import _FLOWER_NUMERALS
 
     numbers = {t: _FLOWER_NUMERALS[int(parse_tiles(t)[0])] for t in "春夏秋冬梅兰菊竹"}
     assert numbers == dict(zip("春夏秋冬梅兰菊竹", [1, 2, 3, 4, 1, 2, 3, 4], strict=True))

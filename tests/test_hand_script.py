@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from controller.rules import MeldKind
 from hardware_sim.hand_script import ARM_FRAMES, laid_hand
-from vision.table_scene import TableLayout
+from vision.rendering.table_scene import TableLayout
 
 
 def _things(layout: TableLayout) -> list[tuple[int, str, int, object]]:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bench import label_audit
-from vision.dataset import MISS_CAUSES, LabelledPhoto, tile_f1
+from vision.training.dataset import MISS_CAUSES, LabelledPhoto, tile_f1
 
 
 def _photo(name: str, boxes, labels, size=(200, 100)) -> LabelledPhoto:
@@ -151,7 +151,7 @@ def test_two_auditors_agreement_and_the_photos_they_call_alike():
 
 
 def test_a_second_sheet_scores_the_photos_both_call_alike(shared_data, tmp_path, capsys):
-    from vision.dataset import load_photos
+    from vision.training.dataset import load_photos
 
     names = [p.path.name for p in load_photos(shared_data / "real-photos", ["held_out"])][:4]
     first = _sheet(tmp_path, list(zip(names, ["fits", "fits", "misfit", ""], strict=True)))
@@ -197,7 +197,7 @@ def test_no_data_or_an_unknown_split_is_a_clear_failure(tmp_path, capsys):
 
 
 def test_the_committed_audit_names_photos_of_the_held_out_split(shared_data):
-    from vision.dataset import load_photos
+    from vision.training.dataset import load_photos
 
     photos = load_photos(shared_data / "real-photos", ["held_out"])
     sheet = Path(label_audit.__file__).parent / "audits" / "held_out_blind_seed0.csv"

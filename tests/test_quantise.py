@@ -1,4 +1,5 @@
-"""Quantising the classifier to int8 (vision.quantise): on a tiny float model trained here."""
+"""Quantising the classifier to int8 (vision.training.quantise): on a tiny float model trained
+here."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from controller.errors import ModelError
 
 pytest.importorskip("torch", reason="the train extra (PyTorch, onnx) is not installed")
 
-from vision import quantise as q
 from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
-from vision.training import TrainConfig, face_sets, train
+from vision.training import quantise as q
+from vision.training.train import TrainConfig, face_sets, train
 
 
 @pytest.fixture(scope="module")

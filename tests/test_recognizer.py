@@ -15,9 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.errors import CameraError, ModelError, VisionError
-from vision.dataset import load_photos, tile_f1
 from vision.detection import TileDetection, box_iou
-from vision.faces import procedural_faces
 from vision.labels import BACK, LABEL_NAMES
 from vision.recognizer import (
     DEFAULT_MODEL_DIR,
@@ -29,7 +27,9 @@ from vision.recognizer import (
     refine_box,
     square_crop,
 )
-from vision.render import Camera, PlacedTile, render_scene
+from vision.rendering.faces import procedural_faces
+from vision.rendering.render import Camera, PlacedTile, render_scene
+from vision.training.dataset import load_photos, tile_f1
 
 
 @pytest.fixture(scope="module")
@@ -490,10 +490,10 @@ def test_square_crop_centres_the_box():
 
 def test_square_crop_is_the_one_training_cuts():
     # training's crops and the recogniser's are one function: they cannot drift apart
-    from vision import dataset, training
+    from vision.training import dataset, train
 
     assert dataset.square_crop is square_crop
-    assert "from vision.recognizer import square_crop" in Path(training.__file__).read_text()
+    assert "from vision.recognizer import square_crop" in Path(train.__file__).read_text()
 
 
 class _Doctored:

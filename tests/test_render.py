@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from controller.errors import ModelError
-from vision.faces import procedural_faces
 from vision.labels import BACK
-from vision.render import Camera, PlacedTile, render_scene
+from vision.rendering.faces import procedural_faces
+from vision.rendering.render import Camera, PlacedTile, render_scene
 
 FACES = procedural_faces(64)
 

@@ -15,7 +15,7 @@ from hardware_sim.camera import LAID_KEPT, SimCamera
 from vision.calibration import calibrate_from_markers
 from vision.camera import CameraLost, CameraSource
 from vision.labels import BACK
-from vision.table_scene import ArmOver, TableLayout
+from vision.rendering.table_scene import ArmOver, TableLayout
 
 
 def test_it_is_a_camera_source(sim_camera: SimCamera) -> None:

@@ -7,7 +7,7 @@ import json
 from bench import sim_hands_bench
 from controller.rules import Meld, MeldKind, Tile
 from vision.melds import MeldView, SeatView
-from vision.table_scene import TableLayout
+from vision.rendering.table_scene import TableLayout
 
 LAYOUT = TableLayout().with_seat(1, flowers=(Tile(34),), melds=(Meld.of("pung", "EEE", 2),))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from vision.labels import BACK, FLOWER_LABELS
-from vision.synth import (
+from vision.training.synth import (
     label_counts,
     procedural_variants,
     random_label,

@@ -1,4 +1,4 @@
-"""The table-frame figures (vision/table_eval.py)."""
+"""The table-frame figures (vision/training/table_eval.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from controller.rules.tiles import Tile
 from vision.calibration import Calibration
 from vision.detection import TileDetection
 from vision.melds import SeatView, TileRead, group_table
-from vision.table_eval import TableFigures, evaluate, main, run
-from vision.table_scene import SeatLayout, TableLayout, TableScene, random_layout
+from vision.rendering.table_scene import SeatLayout, TableLayout, TableScene, random_layout
+from vision.training.table_eval import TableFigures, evaluate, main, run
 
 
 class FindsNothing:

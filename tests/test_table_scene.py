@@ -1,4 +1,4 @@
-"""The overhead table scene (vision/table_scene.py): layouts, placement, rendering."""
+"""The overhead table scene (vision/rendering/table_scene.py): layouts, placement, rendering."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from controller.rules.melds import Meld
 from controller.rules.tiles import COPIES, FLOWERS, Tile, parse_tiles
 from vision.calibration import Calibration, apply
 from vision.labels import BACK
-from vision.table_scene import (
+from vision.rendering.table_scene import (
     ArmOver,
     SceneError,
     SeatLayout,

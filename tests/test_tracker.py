@@ -17,7 +17,13 @@ from controller.rules.tiles import Tile, parse_tiles
 from vision.calibration import Calibration, apply
 from vision.labels import BACK
 from vision.melds import TileRead, group_table, merge_duplicates
-from vision.table_scene import PlacedOnTable, SeatLayout, TableLayout, TableScene, random_layout
+from vision.rendering.table_scene import (
+    PlacedOnTable,
+    SeatLayout,
+    TableLayout,
+    TableScene,
+    random_layout,
+)
 from vision.tracker import BareTest, ChangeKind, TableChange, TableTracker
 
 SCENE = TableScene(seed=5)

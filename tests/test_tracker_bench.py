@@ -12,7 +12,7 @@ from bench import tracker_bench
 from controller.rules.melds import Meld, MeldKind
 from controller.rules.tiles import Tile
 from vision.melds import MeldView, SeatView, TileRead
-from vision.table_scene import TableLayout, TableScene
+from vision.rendering.table_scene import TableLayout, TableScene
 
 QUAD = np.array([[0.0, 0.0], [30.0, 0.0], [30.0, 40.0], [0.0, 40.0]])
 SMALL = TableLayout().with_seat(0, flowers=(Tile(34),), melds=(Meld.of("pung", "EEE", 2),))

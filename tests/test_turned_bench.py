@@ -21,7 +21,7 @@ def test_a_turned_tile_fills_the_box_that_holds_it(angle):
 
 
 def test_a_split_without_photos_is_a_clear_failure(tmp_path, capsys):
-    from vision.dataset import split_of
+    from vision.training.dataset import split_of
 
     # one photo, of a source that falls in the training split
     source = next(f"src{k}" for k in range(1000) if split_of(f"src{k}") == "train")

@@ -140,7 +140,7 @@ def test_settings_that_would_fail_at_the_end_are_refused_at_the_start(argv, said
 
 
 def test_a_folder_without_held_out_photos_is_a_clear_failure(tmp_path, capsys):
-    from vision.dataset import split_of
+    from vision.training.dataset import split_of
 
     source = next(f"src{k}" for k in range(1000) if split_of(f"src{k}") == "train")
     (tmp_path / "real-photos" / "images").mkdir(parents=True)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from controller.cli import main
-from vision.faces import procedural_faces
-from vision.render import PlacedTile, render_scene
+from vision.rendering.faces import procedural_faces
+from vision.rendering.render import PlacedTile, render_scene
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +218,7 @@ def test_only_the_training_options_given_override_the_preset():
 def test_label_box_lessons_choices_are_the_trainings():
     pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
     from vision.cli import LABEL_BOX_LESSONS
-    from vision.training import LABEL_BOX_LESSONS as TRAINING_CHOICES
+    from vision.training.train import LABEL_BOX_LESSONS as TRAINING_CHOICES
 
     assert LABEL_BOX_LESSONS == TRAINING_CHOICES
 
@@ -275,9 +275,9 @@ def test_train_options_that_would_be_ignored_or_overwrite_the_shipped_model_are_
 def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, shared_data, capsys):
     import shutil
 
-    from vision.dataset import load_photos
     from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
-    from vision.training import REREADS, RESCALES, THRESHOLDS
+    from vision.training.dataset import load_photos
+    from vision.training.train import REREADS, RESCALES, THRESHOLDS
 
     # a few validation photos, in the shared data's layout
     data = tmp_path / "data"
@@ -323,7 +323,7 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
 
 
 def _float_model(out: Path) -> Path:
-    from vision.training import TrainConfig, train
+    from vision.training.train import TrainConfig, train
 
     train(TrainConfig.preset("tiny", None, out, quantise=False, log=lambda _: None))
     return out
@@ -331,8 +331,8 @@ def _float_model(out: Path) -> Path:
 
 def test_quantise_makes_a_models_classifier_int8_and_tunes_it_again(tmp_path, shared_data, capsys):
     pytest.importorskip("torch", reason="the train extra (PyTorch, onnx) is not installed")
-    from vision.dataset import load_photos
-    from vision.quantise import is_quantised
+    from vision.training.dataset import load_photos
+    from vision.training.quantise import is_quantised
 
     data = tmp_path / "data"
     for sub in ("images", "labels"):

@@ -26,7 +26,7 @@ from vision.melds import (
     merge_duplicates,
     settle_orientation,
 )
-from vision.table_scene import TableScene, random_layout
+from vision.rendering.table_scene import TableScene, random_layout
 
 GEOMETRY = TableGeometry()
 W, L = 30.0, 40.0  # a tile's width and length, mm

@@ -22,7 +22,7 @@ from vision.detection import TileDetection, box_of_quad
 from vision.labels import BACK
 from vision.pipeline import STRIP_MARGIN_MM, TablePipeline
 from vision.recognizer import TileRecognizer
-from vision.table_scene import ArmOver, SeatLayout, TableLayout, TableScene
+from vision.rendering.table_scene import ArmOver, SeatLayout, TableLayout, TableScene
 from vision.tracker import ChangeKind, TableTracker
 
 STABLE = 3

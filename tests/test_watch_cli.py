@@ -12,7 +12,7 @@ import pytest
 from controller.cli import main
 from controller.rules import Meld, Tile
 from hardware_sim.camera import SimCamera
-from vision.table_scene import SeatLayout, TableLayout
+from vision.rendering.table_scene import SeatLayout, TableLayout
 
 LAYOUT = TableLayout(
     (

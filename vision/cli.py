@@ -26,13 +26,13 @@ if TYPE_CHECKING:  # only for annotations: the handlers import these when they r
     from vision.recognizer import TileRecognizer
 
 LABEL_BOX_LESSONS = ("all", "apart", "none")
-"""``--label-box-lessons``' choices: ``vision.training.LABEL_BOX_LESSONS``, spelt out here so
+"""``--label-box-lessons``' choices: ``vision.training.train.LABEL_BOX_LESSONS``, spelt out here so
 that building the parser imports nothing heavy (a test keeps the two alike)."""
 
 
 TUNE_TABLES_DEFAULT = 20
 """Rendered tables each finder threshold is run on when ``--tune-tables`` is not given (the
-full preset's :attr:`~vision.training.TrainConfig.tune_table_frames`)."""
+full preset's :attr:`~vision.training.train.TrainConfig.tune_table_frames`)."""
 MAX_THREADS = 256
 """More training threads than this is a typing slip (PyTorch crashes on 100000)."""
 
@@ -253,9 +253,9 @@ def annotate(img, tiles):
 
 def train_command(args: argparse.Namespace) -> int:
     from controller.errors import ConfigError
-    from vision.dataset import shared_data_dir
     from vision.recognizer import DEFAULT_MODEL_DIR
-    from vision.training import TrainConfig, default_threads, train
+    from vision.training.dataset import shared_data_dir
+    from vision.training.train import TrainConfig, default_threads, train
 
     data = args.data if args.data is not None else shared_data_dir()
     if not (data / "tile-art").is_dir() and not (data / "real-photos").is_dir():
@@ -291,7 +291,7 @@ def train_command(args: argparse.Namespace) -> int:
         log=lambda msg: print(msg, flush=True),
     )
     manifest = train(cfg)
-    print(f"model written to {out}: {json.dumps(manifest['training']['validation'])}")
+    print(f"model written to {out}: {json.dumps(manifest.training['validation'])}")
     return ExitCode.OK
 
 
@@ -372,7 +372,7 @@ def _check_kept_parts(args: argparse.Namespace) -> None:
 
 
 def _preset_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The :class:`~vision.training.TrainConfig` fields the options given set over the
+    """The :class:`~vision.training.train.TrainConfig` fields the options given set over the
     preset's (an option left out leaves the preset's value)."""
     overrides: dict[str, Any] = {}
     for option, field in (
@@ -393,11 +393,11 @@ def _preset_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bool) -> int:
     from controller.errors import ConfigError, ModelError
-    from vision.dataset import load_photos
     from vision.files import check_folder_takes_files
-    from vision.quantise import classifier_path, is_quantised
     from vision.recognizer import HEAD_FILE, TileRecognizer
-    from vision.training import TrainConfig, quantise_model, tune
+    from vision.training.dataset import load_photos
+    from vision.training.quantise import classifier_path, is_quantised
+    from vision.training.train import TrainConfig, quantise_model, tune
 
     TileRecognizer(model_dir)  # a folder that is not a model: ModelError before any photo is read
     try:  # a folder it cannot write into: said now, not after the tuning
@@ -428,7 +428,8 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
             raise ModelError(f"{already} (to choose its settings again, use --retune)")
     manifest = tune(model_dir, photos, threads, log, tables)
     keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to", "reread_below")
-    print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {manifest.get(k)}" for k in keys))
+    layout = manifest.to_json()
+    print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {layout.get(k)}" for k in keys))
     return ExitCode.OK
 
 

@@ -36,7 +36,8 @@ from controller.rules.tiles import parse_tiles
 from vision.camera import read_image
 from vision.detection import Box, TileDetection, box_intersections, is_box
 from vision.labels import BACK, NUM_LABELS, label_from_name, label_name
-from vision.recognizer import HEAD_FILE, TileRecognizer, model_file, read_manifest
+from vision.model_manifest import MANIFEST_FILE, ModelManifest
+from vision.recognizer import HEAD_FILE, TileRecognizer
 
 BASE_HEAD_FILE = "base_head.npz"
 """The classifier's trained last layer, which enrolment refits."""
@@ -444,12 +445,12 @@ def save_enrolled(
     a full disk leaves ``out_dir`` as it was; :class:`EnrolError` says what failed."""
     base_dir, out_dir = Path(base_dir).resolve(), Path(out_dir).resolve()
     check_out_folder(base_dir, out_dir)
-    manifest = read_manifest(base_dir)
+    manifest = ModelManifest.read(base_dir)
     names = [
-        model_file(base_dir, manifest, "finder", "finder.onnx").name,
-        model_file(base_dir, manifest, "classifier", "classifier.onnx").name,
+        manifest.finder,
+        manifest.classifier,
         BASE_HEAD_FILE,
-        "model.json",  # after the files it names
+        MANIFEST_FILE,  # after the files it names
     ]
     staging: Path | None = None
     try:

@@ -24,7 +24,6 @@ user's own tile set, see :mod:`vision.enrol`).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -34,9 +33,11 @@ import cv2
 import numpy as np
 
 from controller.errors import ModelError, VisionError
+from vision import model_manifest
 from vision.camera import as_bgr as _as_bgr
 from vision.detection import Box, TileDetection, box_intersections, is_box, reading_order
-from vision.labels import BACK, LABEL_NAMES, NUM_LABELS
+from vision.labels import BACK, NUM_LABELS
+from vision.model_manifest import ModelManifest
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
 """The committed model, inside the package."""
@@ -194,31 +195,28 @@ class TileRecognizer:
         self.model_dir = (
             Path(model_path).expanduser() if model_path is not None else DEFAULT_MODEL_DIR
         )
-        manifest = self._manifest()
+        manifest = ModelManifest.read(self.model_dir)
         self.manifest = manifest
-        num = self._setting
-        self.stride = self._whole("stride", 4)
-        self.crop_size = self._whole("crop_size", 48)
-        self.crop_margin = self._positive("crop_margin", 1.3)
-        self.input_size = int(input_size or num("finder_input", 640))
+        self.stride = manifest.stride
+        self.crop_size = manifest.crop_size
+        self.crop_margin = manifest.crop_margin
+        self.input_size = int(input_size or manifest.finder_input)
         self.finder_threshold = (
-            float(finder_threshold)
-            if finder_threshold is not None
-            else num("finder_threshold", 0.3)
+            float(finder_threshold) if finder_threshold is not None else manifest.finder_threshold
         )
         self.min_confidence = (
-            float(min_confidence) if min_confidence is not None else num("min_confidence", 0.6)
+            float(min_confidence) if min_confidence is not None else manifest.min_confidence
         )
-        self.back_threshold = num("back_threshold", 0.85)
-        self.rescale = self._switch("rescale", True)
-        self.rescale_above = num("rescale_above", self.RESCALE_ABOVE)
-        self.rescale_to = num("rescale_to", self.RESCALE_TO)
+        self.back_threshold = manifest.back_threshold
+        self.rescale = manifest.rescale
+        self.rescale_above = manifest.rescale_above
+        self.rescale_to = manifest.rescale_to
         # 0 (the default for models before the setting) reads every tile once
-        self.reread_below = num("reread_below", 0.0)
+        self.reread_below = manifest.reread_below
         self._check_settings()
         threads = threads or max(1, min(4, os.cpu_count() or 1))
-        self._finder = self._session(self._file_name("finder", "finder.onnx"), threads)
-        self._classifier = self._session(self._file_name("classifier", "classifier.onnx"), threads)
+        self._finder = self._session(manifest.finder, threads)
+        self._classifier = self._session(manifest.classifier, threads)
         self._check_shapes()
         self.head = self._load_head()
         if refine is not None:
@@ -275,49 +273,6 @@ class TileRecognizer:
 
     # -- loading ------------------------------------------------------------------------------
 
-    def _manifest(self) -> dict[str, Any]:
-        return read_manifest(self.model_dir)
-
-    def _setting(self, key: str, default: float) -> float:
-        """A number from the manifest; :class:`~controller.errors.ModelError` naming the key
-        when it is not one."""
-        value = self.manifest.get(key, default)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            raise ModelError(
-                f"{self.model_dir / 'model.json'}: {key} must be a number, not {value!r}"
-            )
-        return float(value)
-
-    def _positive(self, key: str, default: float) -> float:
-        value = self._setting(key, default)
-        if value <= 0:
-            raise ModelError(f"{self.model_dir / 'model.json'}: {key} must be above 0, not {value}")
-        return value
-
-    def _whole(self, key: str, default: int) -> int:
-        value = self._positive(key, default)
-        if not value.is_integer():  # 4.7 would be read as 4: another model's grid
-            raise ModelError(
-                f"{self.model_dir / 'model.json'}: {key} must be a whole number, not {value}"
-            )
-        return int(value)
-
-    def _switch(self, key: str, default: bool) -> bool:
-        # "false" in a hand-edited manifest must not read as true
-        value = self.manifest.get(key, default)
-        if not isinstance(value, bool):
-            raise ModelError(
-                f"{self.model_dir / 'model.json'}: {key} must be true or false, not {value!r}"
-            )
-        return value
-
-    def _file_name(self, key: str, default: str) -> str:
-        return model_file(self.model_dir, self.manifest, key, default).name
-
     def _session(self, name: str, threads: int):
         import onnxruntime as ort
 
@@ -356,7 +311,7 @@ class TileRecognizer:
         self._embedding_size = c_out["embedding"][-1]
         self._check_finder()
         # older models have no box output: their finder's boxes stand as found
-        self.refine = self._switch("refine", True) and ("box" in c_out and c_out["box"][-1] == 4)
+        self.refine = self.manifest.refine and ("box" in c_out and c_out["box"][-1] == 4)
 
     def _check_finder(self) -> None:
         """Run the finder once on a small blank picture: its outputs must be a heatmap of 1
@@ -419,10 +374,10 @@ class TileRecognizer:
                     found = self._find_at(img, smaller)
         return found
 
-    RESCALE_ABOVE = 72.0
+    RESCALE_ABOVE = model_manifest.RESCALE_ABOVE
     """Default ``rescale_above``: the median tile width (finder pixels) above which a picture
     is read again shrunk."""
-    RESCALE_TO = 56.0
+    RESCALE_TO = model_manifest.RESCALE_TO
     """Default ``rescale_to``: the tile width (finder pixels) such a close-up is shrunk to."""
 
     def _find_at(self, img: np.ndarray, size: int) -> list[tuple[Box, float, float, float]]:
@@ -579,42 +534,6 @@ class TileRecognizer:
                 )
             )
         return _reading_order(out)
-
-
-def read_manifest(model_dir: Path) -> dict[str, Any]:
-    """The manifest (``model.json``) of the model folder ``model_dir``, checked for its
-    format and labels; :class:`~controller.errors.ModelError` when there is none."""
-    path = model_dir / "model.json"
-    if not model_dir.is_dir():
-        raise ModelError(f"no model folder at {model_dir}")
-    if not path.is_file():
-        raise ModelError(f"the model folder {model_dir} has no model.json")
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        # ValueError: bad JSON, or a number of thousands of digits; RecursionError: nesting
-        raise ModelError(f"the model manifest {path} is unreadable: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != 1:
-        raise ModelError(f"{path} is not a tile model manifest of format 1")
-    labels = data.get("labels")
-    # the outputs are named in this program's order: a model listing another would be misread
-    if labels is not None and labels != list(LABEL_NAMES):
-        raise ModelError(
-            f"{path}: labels must be the {NUM_LABELS} labels in this program's order "
-            f"({', '.join(LABEL_NAMES[:3])} … {LABEL_NAMES[-1]})"
-        )
-    return data
-
-
-def model_file(model_dir: Path, manifest: dict[str, Any], key: str, default: str) -> Path:
-    """The file the manifest names under ``key`` (``finder``, ``classifier``), which must lie
-    in the model folder itself."""
-    value = manifest.get(key, default)
-    if not isinstance(value, str) or not value or Path(value).name != value:
-        raise ModelError(
-            f"{model_dir / 'model.json'}: {key} must name a file in the model folder, not {value!r}"
-        )
-    return model_dir / value
 
 
 def square_crop(img: np.ndarray, box: Box, size: int, margin: float) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Synthetic training scenes: random tile layouts rendered through :mod:`vision.render`.
+"""Synthetic training scenes: random tile layouts rendered through :mod:`vision.rendering.render`.
 
 Scenes imitate what the recogniser must read: rows of touching tiles (hands laid open, melds
 with a sideways claimed tile, concealed kongs with face-down ends), each seat's row around a
@@ -16,9 +16,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vision.faces import BACK_BLUE, BACK_GREEN, BACK_YELLOW, IVORY, FaceSet, procedural_faces
 from vision.labels import BACK, FLOWER_LABELS, NUM_LABELS
-from vision.render import Camera, PlacedTile, Rendered, render_scene
+from vision.rendering.faces import (
+    BACK_BLUE,
+    BACK_GREEN,
+    BACK_YELLOW,
+    IVORY,
+    FaceSet,
+    procedural_faces,
+)
+from vision.rendering.render import Camera, PlacedTile, Rendered, render_scene
 
 BODIES = (IVORY, (225, 240, 245), (200, 225, 235), (235, 235, 235), (190, 215, 230))
 BACKS = (BACK_GREEN, BACK_BLUE, BACK_YELLOW, (60, 60, 160), (40, 110, 40), (150, 150, 150))
@@ -240,10 +247,10 @@ def table_frame(
     frame_size: tuple[int, int] = (1280, 960),
 ):
     """A whole table as the overhead camera sees it (seats' melds, flowers, laid-open hands,
-    discards, walls; :mod:`vision.table_scene`), with a random camera and faults. Returns the
-    :class:`~vision.table_scene.TableFrame`."""
-    from vision.table_scene import TableScene
-    from vision.table_scene import random_layout as random_table
+    discards, walls; :mod:`vision.rendering.table_scene`), with a random camera and faults. Returns
+    the :class:`~vision.rendering.table_scene.TableFrame`."""
+    from vision.rendering.table_scene import TableScene
+    from vision.rendering.table_scene import random_layout as random_table
 
     faces = face_sets[int(rng.integers(len(face_sets)))]
     felt_colour = FELT_CHOICES[int(rng.integers(len(FELT_CHOICES)))]

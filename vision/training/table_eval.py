@@ -1,7 +1,7 @@
 """Table-frame figures: how well the whole pipeline reads rendered tables, seat by seat.
 
-Each frame is a random table (:func:`vision.table_scene.random_layout`: melds of every kind,
-flowers, sometimes a hand laid open, discards and walls in the centre) rendered by the
+Each frame is a random table (:func:`vision.rendering.table_scene.random_layout`: melds of every
+kind, flowers, sometimes a hand laid open, discards and walls in the centre) rendered by the
 simulator's renderer with a random camera mounting and picture faults. The frame goes through
 the real path: calibration from its ArUco markers, the recogniser, grouping per seat. Each
 seat's reading is compared with what was laid:
@@ -13,7 +13,7 @@ seat's reading is compared with what was laid:
 * seat accuracy: seats read exactly right in everything;
 * how many melds were flagged for confirmation, and the time per frame.
 
-``bench/vision_bench.py`` calls :func:`run`; ``python -m vision.table_eval`` prints the
+``bench/vision_bench.py`` calls :func:`run`; ``python -m vision.training.table_eval`` prints the
 figures alone.
 """
 
@@ -35,7 +35,7 @@ from controller.exit_codes import ExitCode
 from vision.calibration import SEATS, calibrate_from_markers
 from vision.melds import SeatView
 from vision.pipeline import Recognizer, TablePipeline
-from vision.table_scene import SeatLayout, TableScene, random_layout
+from vision.rendering.table_scene import SeatLayout, TableScene, random_layout
 
 FELTS = ((135, 95, 35), (60, 120, 30), (40, 100, 20), (50, 50, 140), (70, 70, 70))
 """Felt colours the frames are drawn on (blue, greens, red, grey)."""

@@ -18,10 +18,10 @@ from vision.labels import BACK
 
 torch = pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
 
-from vision.dataset import LabelledPhoto  # noqa: E402
 from vision.detection import box_iou  # noqa: E402
 from vision.recognizer import TileRecognizer, refine_box  # noqa: E402
-from vision.training import (  # noqa: E402
+from vision.training.dataset import LabelledPhoto  # noqa: E402
+from vision.training.train import (  # noqa: E402
     CROP_MARGIN,
     CROP_SIZE,
     EMBEDDING,
@@ -404,7 +404,7 @@ def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
     out = tmp_path / "model"
     logs: list[str] = []
     cfg = TrainConfig.preset("tiny", shared_data, out, log=logs.append)
-    manifest = train(cfg)
+    manifest = train(cfg).to_json()
     for name in ("finder.onnx", "classifier.onnx", "model.json", "base_head.npz"):
         assert (out / name).is_file()
     assert json.loads((out / "model.json").read_text()) == manifest
@@ -449,7 +449,7 @@ def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
     assert rec.embed(image, [(10, 10, 30, 40)]).shape == (1, EMBEDDING)
     assert rec.refine  # the exported classifier places each tile in its crop
     # the classifier was quantised before the settings were chosen, or the manifest says why not
-    from vision.quantise import is_quantised
+    from vision.training.quantise import is_quantised
 
     quantised = manifest["training"]["quantised"]
     assert is_quantised(out / "classifier.onnx") == ("refused" not in quantised)
@@ -458,16 +458,18 @@ def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
 
 def test_training_without_shared_data_uses_procedural_faces(tmp_path):
     cfg = TrainConfig.preset("tiny", None, tmp_path / "m", log=lambda _: None)
-    manifest = train(cfg)
+    manifest = train(cfg).to_json()
     assert manifest["training"]["real_train_photos"] == 0
     assert manifest["finder_threshold"] == 0.4  # no validation photos to choose it on
     TileRecognizer(tmp_path / "m")
 
 
 def test_a_float_classifier_is_kept_when_asked(tmp_path):
-    from vision.quantise import is_quantised
+    from vision.training.quantise import is_quantised
 
-    manifest = train(TrainConfig.preset("tiny", None, tmp_path / "m", quantise=False, log=print))
+    manifest = train(
+        TrainConfig.preset("tiny", None, tmp_path / "m", quantise=False, log=print)
+    ).to_json()
     assert not is_quantised(tmp_path / "m" / "classifier.onnx")
     assert "quantised" not in manifest["training"]
 
@@ -475,12 +477,12 @@ def test_a_float_classifier_is_kept_when_asked(tmp_path):
 def test_a_quantisation_that_reads_worse_leaves_the_float_classifier_and_says_so(
     tmp_path, monkeypatch
 ):
-    from vision import quantise
-    from vision.quantise import is_quantised
+    from vision.training import quantise
+    from vision.training.quantise import is_quantised
 
     monkeypatch.setattr(quantise, "MAX_LOSS", -1.0)  # nothing can be good enough
     logs: list[str] = []
-    manifest = train(TrainConfig.preset("tiny", None, tmp_path / "m", log=logs.append))
+    manifest = train(TrainConfig.preset("tiny", None, tmp_path / "m", log=logs.append)).to_json()
     assert not is_quantised(tmp_path / "m" / "classifier.onnx")
     assert "the float classifier is kept" in manifest["training"]["quantised"]["refused"]
     assert any("the float classifier is kept" in line for line in logs)
@@ -488,14 +490,14 @@ def test_a_quantisation_that_reads_worse_leaves_the_float_classifier_and_says_so
 
 
 def test_a_quantisation_that_fails_leaves_the_float_classifier_and_says_why(tmp_path, monkeypatch):
-    from vision import quantise
-    from vision.quantise import is_quantised
+    from vision.training import quantise
+    from vision.training.quantise import is_quantised
 
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(quantise, "quantise_classifier", broken)
-    manifest = train(TrainConfig.preset("tiny", None, tmp_path / "m", log=lambda _: None))
+    manifest = train(TrainConfig.preset("tiny", None, tmp_path / "m", log=lambda _: None)).to_json()
     assert not is_quantised(tmp_path / "m" / "classifier.onnx")
     assert manifest["training"]["quantised"] == {
         "refused": "quantising failed ([Errno 28] No space left on device): the float "
@@ -522,7 +524,7 @@ def test_reusing_a_finder_trains_only_the_classifier(first, tmp_path):
     cfg = TrainConfig.preset(
         "tiny", None, second, reuse_finder=first, finder_epochs=7, log=logs.append
     )
-    manifest = train(cfg)
+    manifest = train(cfg).to_json()
     assert (second / "finder.onnx").read_bytes() == (first / "finder.onnx").read_bytes()
     assert not any("finder epoch" in line for line in logs)
     TileRecognizer(second)
@@ -533,7 +535,7 @@ def test_reusing_a_finder_trains_only_the_classifier(first, tmp_path):
 
 
 def test_reusing_a_classifier_trains_only_the_finder(first, tmp_path):
-    from vision.quantise import is_quantised
+    from vision.training.quantise import is_quantised
 
     second = tmp_path / "second"
     logs: list[str] = []
@@ -556,7 +558,7 @@ def test_reusing_a_classifier_trains_only_the_finder(first, tmp_path):
 def test_a_run_that_fails_leaves_the_model_it_would_replace(first, tmp_path, monkeypatch):
     import shutil
 
-    import vision.training as training
+    import vision.training.train as training
 
     out = tmp_path / "model"
     shutil.copytree(first, out)
@@ -629,9 +631,9 @@ def test_tuning_that_turns_the_second_look_off_leaves_no_numbers_of_it(
 ):
     import shutil
 
-    import vision.training as training
-    from vision.dataset import load_photos
+    import vision.training.train as training
     from vision.recognizer import DEFAULT_MODEL_DIR
+    from vision.training.dataset import load_photos
 
     model = tmp_path / "model"
     shutil.copytree(DEFAULT_MODEL_DIR, model)
@@ -641,7 +643,7 @@ def test_tuning_that_turns_the_second_look_off_leaves_no_numbers_of_it(
     monkeypatch.setattr(training, "RESCALES", (None,))
     monkeypatch.setattr(training, "REREADS", (0.0,))
     photos = load_photos(shared_data / "real-photos", ["validation"])[:2]
-    manifest = training.tune(model, photos, 1, lambda _: None, table_frames=1)
+    manifest = training.tune(model, photos, 1, lambda _: None, table_frames=1).to_json()
     assert manifest["rescale"] is False
     assert "rescale_above" not in manifest and "rescale_to" not in manifest
     assert json.loads((model / "model.json").read_text()) == manifest
@@ -651,7 +653,7 @@ def test_tuning_that_turns_the_second_look_off_leaves_no_numbers_of_it(
 def test_the_settings_of_each_part_are_fields_of_the_configuration():
     from dataclasses import fields
 
-    from vision.training import CLASSIFIER_SETTINGS, FINDER_SETTINGS
+    from vision.training.train import CLASSIFIER_SETTINGS, FINDER_SETTINGS
 
     names = {f.name for f in fields(TrainConfig)}
     assert set(FINDER_SETTINGS) <= names and set(CLASSIFIER_SETTINGS) <= names
@@ -678,7 +680,7 @@ def test_a_model_folder_that_cannot_be_made_is_refused_before_any_work(tmp_path)
 
 
 def test_a_run_that_fails_into_a_new_folder_leaves_no_folder(tmp_path, monkeypatch):
-    import vision.training as training
+    import vision.training.train as training
 
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
@@ -695,7 +697,7 @@ def test_a_run_stopped_while_moving_its_files_leaves_a_folder_that_will_not_load
     # never the new finder with the old manifest's settings, loading without complaint
     import shutil
 
-    import vision.training as training
+    import vision.training.train as training
 
     out = tmp_path / "model"
     shutil.copytree(first, out)
@@ -733,7 +735,7 @@ def _fake_model(src: Path, out: Path) -> dict:
 def test_a_kept_part_is_the_file_its_manifest_names(first, tmp_path):
     import shutil
 
-    from vision.training import _kept_file, _reuse
+    from vision.training.train import _kept_file, _reuse
 
     kept = tmp_path / "kept"
     shutil.copytree(first, kept)
@@ -764,20 +766,20 @@ def test_a_kept_classifier_without_its_trained_head_is_refused_before_any_work(f
 
 
 def test_a_manifest_that_cannot_be_written_is_a_model_error(first, tmp_path):
-    from vision.training import write_manifest
+    from vision.model_manifest import ModelManifest
 
     with pytest.raises(ModelError, match="cannot write"):
-        write_manifest(tmp_path / "none", {"format": 1})
+        ModelManifest().write(tmp_path / "none")
     out = tmp_path / "m"
     out.mkdir()
-    write_manifest(out, {"format": 1})
-    assert json.loads((out / "model.json").read_text()) == {"format": 1}
+    ModelManifest().write(out)
+    assert json.loads((out / "model.json").read_text()) == ModelManifest().to_json()
     assert (out / "model.json").stat().st_mode & 0o644 == 0o644
     assert [p.name for p in out.iterdir()] == ["model.json"]
 
 
 def test_a_run_without_pytorch_leaves_no_folder(tmp_path, monkeypatch):
-    import vision.training as training
+    import vision.training.train as training
 
     def no_torch():
         raise ModelError("training needs PyTorch: pip install -e '.[train]'")

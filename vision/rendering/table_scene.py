@@ -3,8 +3,8 @@
 A :class:`TableLayout` says, for each seat, its flowers, its melds and (when it has won) the
 hand it laid open; it can add discards and walls in the centre and arms reaching over the
 table. :class:`TableScene` lays that out the way players do and renders it through
-:func:`vision.render.render_scene` (the same renderer the model is trained on) onto felt with
-the four ArUco calibration markers at the corners, seen by a camera.
+:func:`vision.rendering.render.render_scene` (the same renderer the model is trained on) onto felt
+with the four ArUco calibration markers at the corners, seen by a camera.
 
 Physical conventions (see ``docs/camera.md``), in each seat's own coordinates (``u`` along its
 edge from its left, ``v`` from its edge towards the centre, millimetres):
@@ -37,9 +37,9 @@ from controller.errors import VisionError
 from controller.rules.melds import Meld, MeldKind
 from controller.rules.tiles import COPIES, FLOWERS, NUM_KINDS, Tile
 from vision.calibration import SEATS, Calibration, TableGeometry, apply
-from vision.faces import FaceSet, procedural_faces
 from vision.labels import BACK
-from vision.render import (
+from vision.rendering.faces import FaceSet, procedural_faces
+from vision.rendering.render import (
     Camera,
     CameraFaults,
     PlacedTile,
@@ -340,7 +340,7 @@ class TableScene:
         shift: tuple[float, float] = (0.0, 0.0),
         **faults: Unpack[CameraFaults],
     ) -> Camera:
-        """A camera framing the table (see :meth:`vision.render.Camera.looking_at`)."""
+        """A camera framing the table (see :meth:`vision.rendering.render.Camera.looking_at`)."""
         return Camera.looking_at(
             self.plane_size, size, tilt=tilt, turn=turn, zoom=zoom, shift=shift, **faults
         )

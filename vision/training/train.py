@@ -14,13 +14,12 @@ This is the only module that imports PyTorch, and only when :func:`train` runs (
   it at 48 pixels.
 
 Data: the real photos' training split (validation split for picking the best epoch; the
-held-out split is never read here) and synthetic scenes from :mod:`vision.synth`, drawn with
-the procedural faces and the public-domain art.
+held-out split is never read here) and synthetic scenes from :mod:`vision.training.synth`, drawn
+with the procedural faces and the public-domain art.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -36,8 +35,9 @@ import cv2
 import numpy as np
 
 from controller.errors import ModelError
-from vision.files import check_folder_takes_files, write_text_atomically
+from vision.files import check_folder_takes_files
 from vision.labels import BACK, LABEL_NAMES, NUM_LABELS
+from vision.model_manifest import MANIFEST_FILE, ModelManifest
 
 if TYPE_CHECKING:  # the recogniser loads onnxruntime: imported where it runs
     from vision.recognizer import TileRecognizer
@@ -49,7 +49,6 @@ STORE_SIZE = 64  # crops are kept a little larger than the input, for jitter
 EMBEDDING = 192
 FINDER_FILE = "finder.onnx"
 CLASSIFIER_FILE = "classifier.onnx"
-MANIFEST_FILE = "model.json"
 
 
 LABEL_BOX_LESSONS = ("all", "apart", "none")
@@ -81,12 +80,13 @@ class TrainConfig:
     """How many times each real flower crop is shown per epoch (flowers are rare there)."""
     mask_unlabelled: bool = True
     """Teach the finder "no tile here" only inside a real photo's labelled area (see
-    :func:`vision.dataset.labelled_area`): most photos leave the discards and walls unlabelled."""
+    :func:`vision.training.dataset.labelled_area`): most photos leave the discards and walls
+    unlabelled."""
     finder_max_label_overlap: float | None = None
     """Leave out of the finder's training the real photos whose labelled boxes cover their
-    neighbours this much or more (:func:`vision.dataset.label_overlap`): in many such photos
-    every box is shifted or enlarged off its tile, and the finder would be taught tile centres
-    where there are none. ``None`` keeps every photo."""
+    neighbours this much or more (:func:`vision.training.dataset.label_overlap`): in many such
+    photos every box is shifted or enlarged off its tile, and the finder would be taught tile
+    centres where there are none. ``None`` keeps every photo."""
     finder_deep_width: float = 1.0
     """The channel counts of the finder's two deepest stages (1/16 and 1/32 of the picture,
     where a tile's surroundings are seen) relative to the committed design, rounded to
@@ -106,7 +106,7 @@ class TrainConfig:
     label_box_lessons: str = "all"
     """Which real crops cut at a labelled box (where the finder found no tile on it) teach the
     classifier's box output where the tile lies: ``all`` (the committed recipe), ``apart``
-    (only in photos whose labelled boxes stay apart, :data:`vision.dataset.CROWDED_LABELS`)
+    (only in photos whose labelled boxes stay apart, :data:`vision.training.dataset.CROWDED_LABELS`)
     or ``none``. Many labelled boxes are shifted off their tiles, and a blind audit found the
     committed box output moving boxes off tiles the same way in photos that look alike; the
     crops left out still teach the label."""
@@ -115,7 +115,7 @@ class TrainConfig:
     :func:`tune`)."""
     quantise: bool = True
     """Quantise the classifier to int8 before the run-time settings are chosen
-    (:mod:`vision.quantise`). A kept classifier that is quantised already stays so."""
+    (:mod:`vision.training.quantise`). A kept classifier that is quantised already stays so."""
     quantise_photos: int = 200
     """Training photos whose tiles set the int8 classifier's activation ranges."""
     quantise_tables: int = 16
@@ -376,14 +376,14 @@ class _Sample:
 def face_sets(shared_data: Path | None) -> list[Any]:
     """The tile faces training draws with: the procedural ones, and the public-domain art
     where ``shared_data`` holds it."""
-    from vision.faces import art_faces
-    from vision.synth import procedural_variants
+    from vision.rendering.faces import art_faces
+    from vision.training.synth import procedural_variants
 
     sets = procedural_variants()
     if shared_data is not None:
         art = shared_data / "tile-art"
         if (art / "wikimedia-pd").is_dir():
-            from vision.synth import BACKS, BODIES
+            from vision.training.synth import BACKS, BODIES
 
             for i, sheet in enumerate(("uni.svg", "unib.svg")):
                 for j in range(2):
@@ -393,7 +393,7 @@ def face_sets(shared_data: Path | None) -> list[Any]:
 
 
 def _synth_pool(cfg: TrainConfig, rng: np.random.Generator) -> list[_Sample]:
-    from vision.synth import random_scene
+    from vision.training.synth import random_scene
 
     faces = face_sets(cfg.shared_data)
     size = (cfg.finder_size, cfg.finder_size)
@@ -416,7 +416,7 @@ def _table_pool(cfg: TrainConfig, rng: np.random.Generator) -> tuple[list[_Sampl
     """Whole-table frames as the simulator's camera gives them (1280x960): finder samples cut
     from the frame as the recogniser sees it (scaled to 640 on its longer side), and
     classifier crops from the full-resolution frame, as the recogniser crops them."""
-    from vision.synth import table_frame
+    from vision.training.synth import table_frame
 
     faces = face_sets(cfg.shared_data)
     samples: list[_Sample] = []
@@ -461,7 +461,7 @@ def _table_pool(cfg: TrainConfig, rng: np.random.Generator) -> tuple[list[_Sampl
 
 
 def _real_photos(cfg: TrainConfig, split: str):
-    from vision.dataset import load_photos
+    from vision.training.dataset import load_photos
 
     if cfg.shared_data is None or not (cfg.shared_data / "real-photos").is_dir():
         return []
@@ -473,7 +473,7 @@ def _real_photos(cfg: TrainConfig, split: str):
 
 def _fitting_photos(cfg: TrainConfig, photos):
     """The real photos the finder learns from (see ``TrainConfig.finder_max_label_overlap``)."""
-    from vision.dataset import label_overlap
+    from vision.training.dataset import label_overlap
 
     limit = cfg.finder_max_label_overlap
     if limit is None:
@@ -507,7 +507,7 @@ def _real_finder_sample(
     mask_unlabelled: bool = True,
     stretch: float = 1.0,
 ) -> _Sample:
-    from vision.dataset import labelled_area
+    from vision.training.dataset import labelled_area
 
     img = photo.image()
     h, w = img.shape[:2]
@@ -706,7 +706,7 @@ def _classifier_data(
     photo where given, else at its labelled box), synthetic tiles and ``extra``; each crop's
     box teaches the box output unless it is a labelled box that ``cfg.label_box_lessons``
     leaves out."""
-    from vision.dataset import CROWDED_LABELS, label_overlap
+    from vision.training.dataset import CROWDED_LABELS, label_overlap
 
     crops, labels, aspects, known = [], [], [], []
     for photo in photos:
@@ -854,17 +854,7 @@ MODEL_FILES = (FINDER_FILE, CLASSIFIER_FILE, BASE_HEAD_FILE, MANIFEST_FILE)
 """What a training run writes into its model folder (the manifest last)."""
 
 
-def write_manifest(model_dir: Path, manifest: dict[str, Any]) -> None:
-    """Write ``model.json`` whole or not at all (through a file beside it), or ModelError: a
-    retune that cannot write must say so, and never leave half a manifest."""
-    path = Path(model_dir) / MANIFEST_FILE
-    try:
-        write_text_atomically(path, json.dumps(manifest, indent=2) + "\n")
-    except OSError as exc:
-        raise ModelError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def train(cfg: TrainConfig) -> dict[str, Any]:
+def train(cfg: TrainConfig) -> ModelManifest:
     """Train both models, export them to ONNX in ``cfg.out_dir`` with a ``model.json``
     manifest, and return the manifest (which includes the validation figures).
 
@@ -905,7 +895,7 @@ def _check_folders(cfg: TrainConfig) -> bool:
     """Everything about the folders that can be checked before an hour of training: the
     model folder can be written (and is a model folder, or new, or empty), and the folders
     parts are kept from are models. Returns whether the model folder was made here."""
-    from vision.recognizer import HEAD_FILE, TileRecognizer, read_manifest
+    from vision.recognizer import HEAD_FILE, TileRecognizer
 
     out = cfg.out_dir
     if out.exists() and not out.is_dir():
@@ -921,7 +911,7 @@ def _check_folders(cfg: TrainConfig) -> bool:
         raise ModelError(f"cannot look into {out}: {exc.strerror or exc}") from None
     if held and not _model_files_only(out):
         try:
-            read_manifest(out)
+            ModelManifest.read(out)
         except ModelError:
             # a folder of the user's own: its model.json would be overwritten
             raise ModelError(
@@ -962,7 +952,7 @@ def _model_files_only(folder: Path) -> bool:
     return all(p.name in allowed or p.name.startswith(".") for p in folder.iterdir())
 
 
-def _train_into(cfg: TrainConfig) -> dict[str, Any]:
+def _train_into(cfg: TrainConfig) -> ModelManifest:
     # the training record of each part kept from another model, read once
     kept = {
         part: _kept_training(src)
@@ -1003,15 +993,15 @@ def _train_into(cfg: TrainConfig) -> dict[str, Any]:
     manifest = _trained_manifest(cfg, kept, len(train_photos), len(val_photos), t0, validation)
     if "quantised" in kept.get("classifier", {}):
         # a kept classifier keeps its record of how it was quantised (or why not)
-        manifest["training"]["quantised"] = kept["classifier"]["quantised"]
-    write_manifest(cfg.out_dir, manifest)
+        manifest = manifest.with_training(quantised=kept["classifier"]["quantised"])
+    manifest.write(cfg.out_dir)
     if cfg.quantise:
         quantise_model(cfg.out_dir, train_photos, val_photos, cfg)
     # the run-time settings are chosen on the exported model, run as the recogniser runs it
     manifest = tune(cfg.out_dir, val_photos, cfg.threads, cfg.log, cfg.tune_table_frames)
-    manifest["training"]["seconds"] = round(time.time() - t0)
-    write_manifest(cfg.out_dir, manifest)
-    cfg.log(f"done in {time.time() - t0:.0f}s: {manifest['training']['validation']}")
+    manifest = manifest.with_training(seconds=round(time.time() - t0))
+    manifest.write(cfg.out_dir)
+    cfg.log(f"done in {time.time() - t0:.0f}s: {manifest.training['validation']}")
     return manifest
 
 
@@ -1066,43 +1056,42 @@ def _trained_manifest(
     val_photos: int,
     t0: float,
     validation: dict[str, Any],
-) -> dict[str, Any]:
+) -> ModelManifest:
     """The manifest of the model as trained, before :func:`tune` chooses its run-time
     settings."""
-    return {
-        "format": 1,
-        "finder": FINDER_FILE,
-        "classifier": CLASSIFIER_FILE,
-        "stride": STRIDE,
-        "crop_size": CROP_SIZE,
-        "crop_margin": CROP_MARGIN,
-        "finder_input": 640,
-        "finder_threshold": 0.4,
-        "min_confidence": 0.6,
-        "back_threshold": 0.85,
-        "labels": list(LABEL_NAMES),
-        "training": {
+    return ModelManifest(
+        finder=FINDER_FILE,
+        classifier=CLASSIFIER_FILE,
+        stride=STRIDE,
+        crop_size=CROP_SIZE,
+        crop_margin=CROP_MARGIN,
+        finder_input=640,
+        finder_threshold=0.4,
+        min_confidence=0.6,
+        back_threshold=0.85,
+        labels=LABEL_NAMES,
+        training={
             "config": _config_record(cfg, kept),
             "real_train_photos": train_photos,
             "real_validation_photos": val_photos,
             "seconds": round(time.time() - t0),
             "validation": validation,
         },
-    }
+    )
 
 
 def quantise_model(
     model_dir: Path, train_photos, check_photos, cfg: TrainConfig, *, keep_float: bool = True
 ) -> dict[str, Any] | None:
-    """Quantise ``model_dir``'s classifier (:func:`vision.quantise.quantise_classifier`): the
-    activation ranges from ``cfg.quantise_photos`` of ``train_photos`` and
+    """Quantise ``model_dir``'s classifier (:func:`vision.training.quantise.quantise_classifier`):
+    the activation ranges from ``cfg.quantise_photos`` of ``train_photos`` and
     ``cfg.quantise_tables`` rendered tables, the check on the labelled tiles of
     ``check_photos`` (or, with none, of rendered tables of another seed). A classifier
     quantised already is left as it is (None). With ``keep_float`` (a training run: its hours
     are not thrown away for this) a quantisation that fails for any reason or reads worse
     leaves the float classifier, and the manifest's ``training.quantised`` says why; without
     it the error is raised. The record is returned either way."""
-    from vision import quantise as q
+    from vision.training import quantise as q
 
     try:
         if q.is_quantised(q.classifier_path(model_dir)):
@@ -1125,10 +1114,8 @@ def quantise_model(
         else:
             reason, figures = f"quantising failed ({exc}): the float classifier is kept", {}
         cfg.log(reason)
-        manifest = json.loads((model_dir / MANIFEST_FILE).read_text())
         record = {"refused": reason, **figures}
-        manifest.setdefault("training", {})["quantised"] = record
-        write_manifest(model_dir, manifest)
+        ModelManifest.read(model_dir).with_training(quantised=record).write(model_dir)
         return record
 
 
@@ -1183,16 +1170,15 @@ def _config_record(cfg: TrainConfig, kept: dict[str, dict[str, Any]]) -> dict[st
 
 def _kept_training(src: Path) -> dict[str, Any]:
     """The training record (``training`` in ``model.json``) of a model a part is kept from."""
-    old = json.loads((Path(src) / MANIFEST_FILE).read_text()).get("training", {})
-    return old if isinstance(old, dict) else {}
+    return ModelManifest.read(Path(src)).training
 
 
 def _kept_file(src: Path, key: str, default: str) -> Path:
     """The file the kept model's manifest names for ``key`` (not a stale file of the default
     name that may lie beside it)."""
-    from vision.recognizer import model_file, read_manifest
-
-    return model_file(Path(src), read_manifest(Path(src)), key, default)
+    return ModelManifest.read(Path(src)).file(
+        Path(src), "finder" if key == "finder" else "classifier"
+    )
 
 
 def _reuse(
@@ -1253,18 +1239,18 @@ def tune(
     threads: int = 2,
     log: Callable[[str], None] = print,
     table_frames: int = 20,
-) -> dict[str, Any]:
+) -> ModelManifest:
     """Choose a model's run-time settings on the validation photos and write them into its
     ``model.json``: first the finder threshold (of :data:`THRESHOLDS`), then the close-up
     second look (of :data:`RESCALES`), then the confidence under which a tile is read again
     turned (of :data:`REREADS`), each the one of best tile-level F1 (right box and right
     label; detections outside a photo's labelled area not counted, see
-    :func:`vision.dataset.labelled_area`), the model run as the recogniser runs it. The F1 of
-    each setting tried goes into ``training.validation``. Without validation photos the
+    :func:`vision.training.dataset.labelled_area`), the model run as the recogniser runs it. The F1
+    of each setting tried goes into ``training.validation``. Without validation photos the
     threshold is 0.4 and the second look the recogniser's default. Returns the manifest.
 
     The threshold must also serve the table itself: each is run on ``table_frames`` rendered
-    tables through the table pipeline (:func:`vision.table_eval.run`, seed
+    tables through the table pipeline (:func:`vision.training.table_eval.run`, seed
     :data:`TUNE_TABLE_SEED`: other tables than the benchmark's), and only thresholds whose
     meld accuracy there is within :data:`TABLE_SLACK` of the best are eligible. (Photos alone
     chose 0.5 for the committed model, which read 91 % of the benchmark tables' melds against
@@ -1276,8 +1262,8 @@ def tune(
     rec = TileRecognizer(model_dir, threads=threads)
     manifest = rec.manifest
     if not val_photos:
-        manifest["finder_threshold"] = 0.4
-        write_manifest(model_dir, manifest)
+        manifest = replace(manifest, finder_threshold=0.4)
+        manifest.write(model_dir)
         return manifest
     trials = _TuningTrials(rec, val_photos, table_frames)
     threshold, by_t, table = _tune_threshold(trials, log)
@@ -1285,27 +1271,24 @@ def tune(
     reread, by_u, table_u = _tune_reread(
         trials, threshold, rescale, by_r[_rescale_name(rescale)], table[threshold], log
     )
-    manifest["finder_threshold"] = threshold
-    manifest["reread_below"] = reread
-    manifest["rescale"] = rescale is not None
-    if rescale is not None:
-        manifest["rescale_above"], manifest["rescale_to"] = rescale
-    else:  # a second look's numbers left behind would read as if they were in use
-        manifest.pop("rescale_above", None)
-        manifest.pop("rescale_to", None)
-    validation = manifest.setdefault("training", {}).setdefault("validation", {})
-    validation.update(
-        {
-            "tile_f1": by_u[reread][0],
-            "tile_f1_every_detection": by_u[reread][1],
-            "tile_f1_by_threshold": {str(k): v[0] for k, v in by_t.items()},
-            "table_meld_accuracy_by_threshold": {str(k): v for k, v in table.items()},
-            "tile_f1_by_rescale": {k: v[0] for k, v in by_r.items()},
-            "tile_f1_by_reread": {str(u): v[0] for u, v in by_u.items()},
-            "table_meld_accuracy_by_reread": {str(u): v for u, v in table_u.items()},
-        }
+    # without a second look its numbers are left out of model.json (ModelManifest.to_json)
+    manifest = replace(
+        manifest, finder_threshold=threshold, reread_below=reread, rescale=rescale is not None
     )
-    write_manifest(model_dir, manifest)
+    if rescale is not None:
+        manifest = replace(manifest, rescale_above=rescale[0], rescale_to=rescale[1])
+    validation = {
+        **manifest.training.get("validation", {}),
+        "tile_f1": by_u[reread][0],
+        "tile_f1_every_detection": by_u[reread][1],
+        "tile_f1_by_threshold": {str(k): v[0] for k, v in by_t.items()},
+        "table_meld_accuracy_by_threshold": {str(k): v for k, v in table.items()},
+        "tile_f1_by_rescale": {k: v[0] for k, v in by_r.items()},
+        "tile_f1_by_reread": {str(u): v[0] for u, v in by_u.items()},
+        "table_meld_accuracy_by_reread": {str(u): v for u, v in table_u.items()},
+    }
+    manifest = manifest.with_training(validation=validation)
+    manifest.write(model_dir)
     return manifest
 
 
@@ -1341,7 +1324,7 @@ class _TuningTrials:
         self, threshold: float, rescale: _Rescale, reread: float | None = None
     ) -> tuple[float, float]:
         """Tile F1 on the photos: in their labelled areas, and of every detection."""
-        from vision.dataset import tile_f1
+        from vision.training.dataset import tile_f1
 
         found = self.set_up(threshold, rescale, reread)
         preds = [[(d.box, d.label, d.confidence) for d in found.detect(im)] for im in self.images]
@@ -1351,7 +1334,7 @@ class _TuningTrials:
 
     def melds(self, threshold: float, reread: float | None = None) -> float:
         """Meld accuracy on the rendered tables."""
-        from vision.table_eval import run as table_run
+        from vision.training.table_eval import run as table_run
 
         # table frames never take the close-up second look: the photos' one stands
         found = self.set_up(threshold, self.start, reread)

@@ -14,7 +14,7 @@ Everything random comes from the ``numpy.random.Generator`` passed in, so a scen
 picture every time it is rendered with the same seed.
 
 >>> import numpy as np
->>> from vision.faces import procedural_faces
+>>> from vision.rendering.faces import procedural_faces
 >>> tiles = [PlacedTile(4, (100, 80), width=40), PlacedTile(27, (150, 80), angle=90, width=40)]
 >>> out = render_scene(tiles, procedural_faces(), plane_size=(320, 200),
 ...                    rng=np.random.default_rng(1))
@@ -34,8 +34,8 @@ import numpy as np
 
 from controller.errors import ModelError
 from vision.detection import Box, box_of_quad
-from vision.faces import FaceSet
 from vision.labels import NUM_LABELS
+from vision.rendering.faces import FaceSet
 
 TILE_ASPECT = 4 / 3
 """Height over width of a tile face."""

@@ -309,7 +309,7 @@ def shared_data_dir() -> Path:
     named = os.environ.get(SHARED_DATA_VARIABLE)
     if named:
         return Path(named).expanduser()
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 Prediction = tuple[tuple[float, float, float, float], int, float]

@@ -15,7 +15,6 @@ them more than :data:`MAX_LOSS` worse than the float one is refused and the floa
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from controller.errors import ModelError
+from vision.model_manifest import ModelManifest
 
 MAX_LOSS = 0.01
 """How much less of the check tiles the quantised classifier may read right than the float
@@ -188,22 +188,19 @@ def _put_in_place(model_dir: Path, path: Path, quantised: Path, record: dict[str
     """Replace the classifier at ``path`` with the ``quantised`` one and record it in the
     folder's manifest (read before the classifier is replaced: a manifest that cannot be read
     leaves the float classifier)."""
-    manifest_path = model_dir / "model.json"
-    manifest = json.loads(manifest_path.read_text())
-    training = manifest.setdefault("training", {})
-    training["quantised"] = record
-    training.setdefault("validation", {})["classifier_int8_accuracy"] = record["int8_accuracy"]
+    manifest = ModelManifest.read(model_dir)
+    validation = {**manifest.training.get("validation", {})}
+    validation["classifier_int8_accuracy"] = record["int8_accuracy"]
+    manifest = manifest.with_training(quantised=record, validation=validation)
     shutil.copymode(path, quantised)  # mkstemp's file is its owner's alone; the table's may not be
     os.replace(quantised, path)
-    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest.write(model_dir)
 
 
 def classifier_path(model_dir: Path) -> Path:
     """The classifier file of the model folder ``model_dir``, as its manifest names it (read
     from the manifest alone: no model is loaded for it)."""
-    from vision.recognizer import model_file, read_manifest
-
-    return model_file(model_dir, read_manifest(model_dir), "classifier", "classifier.onnx")
+    return ModelManifest.read(model_dir).file(model_dir, "classifier")
 
 
 def _labelled_crops(
@@ -224,10 +221,10 @@ def labelled_pictures(
     photos: Sequence[Any], count: int, face_sets: Sequence[Any], tables: int, seed: int
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(picture, boxes, labels)`` of up to ``count`` of ``photos``
-    (:class:`~vision.dataset.LabelledPhoto`, drawn evenly over the list), then of ``tables``
-    rendered table frames of ``seed`` (the tiles in view): one at a time, as quantising reads
-    them (two hundred photos held at once would take a quarter of a gigabyte)."""
-    from vision.synth import table_frame
+    (:class:`~vision.training.dataset.LabelledPhoto`, drawn evenly over the list), then of
+    ``tables`` rendered table frames of ``seed`` (the tiles in view): one at a time, as
+    quantising reads them (two hundred photos held at once would take a quarter of a gigabyte)."""
+    from vision.training.synth import table_frame
 
     if photos and count > 0:
         step = len(photos) / min(count, len(photos))
