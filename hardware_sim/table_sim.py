@@ -96,6 +96,11 @@ READ_PATIENCE_S = 10.0
 """Real seconds the players wait for the table to read a hand laid open before they look at
 what it shows and correct it."""
 
+READ_GIVE_UP_S = 120.0
+"""How long the simulated players wait for a table that shows nothing misread to read the
+hand before they give up (the simulator then stops with an error): a loaded machine reads
+slowly, and that is not the controller's fault."""
+
 
 class SimError(MahjongTableError):
     """The simulated table could not go on (a part did not start, the controller stopped
@@ -855,6 +860,8 @@ class TableSim:
                 # (a tile it cannot see, one too many) and put it right from the dashboard
                 stuck += 1
                 wrong = self._misread_seats() if self.snapshot()["phase"] == "reading" else []
+                if not wrong and stuck * READ_PATIENCE_S < READ_GIVE_UP_S:
+                    continue  # nothing misread: a slow machine, and the players wait
                 if not wrong or stuck > 3:
                     raise
                 for seat in wrong:

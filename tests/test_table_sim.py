@@ -37,6 +37,11 @@ def _ledger_totals(path: Path) -> list[Fraction]:
     return [Fraction(t) for t in state.totals]
 
 
+# whole hands through the rendered camera: a few minutes on 2 idle cores, more on loaded ones
+LONG_S = 1200
+
+
+@pytest.mark.timeout(LONG_S)
 def test_ten_seeded_hands_settle_as_the_bots_truly_played_them(tmp_path: Path) -> None:
     db = tmp_path / "table.sqlite"
     with TableSim(seed=2026, db=db) as sim:
@@ -58,6 +63,7 @@ def test_ten_seeded_hands_settle_as_the_bots_truly_played_them(tmp_path: Path) -
     assert any(r.outcome == "settled" for r in reports)
 
 
+@pytest.mark.timeout(LONG_S)
 def test_a_restarted_table_finishes_the_hand_it_was_playing(tmp_path: Path) -> None:
     db = tmp_path / "table.sqlite"
     with TableSim(seed=5, db=db) as sim:
@@ -214,6 +220,7 @@ def _run_sim(db: Path, hands: int) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.timeout(LONG_S)
 def test_kill_9_at_random_moments_loses_nothing_settled(tmp_path: Path) -> None:
     db = tmp_path / "table.sqlite"
     rng = random.Random(4)
