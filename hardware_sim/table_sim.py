@@ -361,8 +361,14 @@ class TableSim:
         self._stack.close()
 
     def stop(self) -> None:
-        """Ask a running :meth:`play` to end after the step it is in (any thread)."""
+        """Ask a running :meth:`play` to end after the step it is in (any thread, or a
+        signal handler)."""
         self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` (or :meth:`close`) was asked for."""
+        return self._stopping.is_set()
 
     def __enter__(self) -> TableSim:
         return self.start()

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,15 +158,19 @@ def sim_command(args: argparse.Namespace) -> int:
                 return ExitCode.HARDWARE
         if not args.json:
             _say_running(cfg)
-        for report in sim.play(cfg.sim.hands):
-            played += 1
-            wrong += bool(report.mismatches)
-            with lock:
+        with _stop_on_signals(sim):
+            for report in sim.play(cfg.sim.hands):
+                played += 1
+                wrong += bool(report.mismatches)
                 if args.json:
-                    print(json.dumps({"report": report.to_json()}, ensure_ascii=False), flush=True)
+                    line = json.dumps({"report": report.to_json()}, ensure_ascii=False)
                 else:
-                    print(_text_report(report, settled.get(report.hand), sim.profile), flush=True)
-    except KeyboardInterrupt:
+                    line = _text_report(report, settled.get(report.hand), sim.profile)
+                with lock:
+                    print(line, flush=True)
+        if sim.stopping and not args.json:
+            print("\nstopped: the hand in play is left as it was", file=sys.stderr)
+    except KeyboardInterrupt:  # before the handlers were set, or a second Ctrl-C
         sim.stop()
         if not args.json:
             print("\nstopped: the hand in play is left as it was", file=sys.stderr)
@@ -182,6 +189,27 @@ def sim_command(args: argparse.Namespace) -> int:
             flush=True,
         )
     return ExitCode.NO if wrong else ExitCode.OK
+
+
+@contextmanager
+def _stop_on_signals(sim: Any) -> Iterator[None]:
+    """Ctrl-C and SIGTERM ask the simulator to stop at its next safe point (a
+    KeyboardInterrupt raised anywhere could leave a lock held, and the close hang); a second
+    Ctrl-C interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        sim.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def _sim_config(args: argparse.Namespace) -> TableConfig:
