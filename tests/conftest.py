@@ -307,3 +307,46 @@ def sim_process(tmp_path_factory):
     yield start
     for sim in started:
         sim.stop()
+
+
+# -- events collected from the controller or a producer ------------------------------------------
+
+
+class EventSink:
+    """A callable that keeps every event it is given (a runtime subscriber, ``on_input``, or
+    a producer's ``put``) and waits for one (thread-safe)."""
+
+    def __init__(self, timeout: float = 20.0) -> None:
+        import threading
+
+        self.events: list = []
+        self.timeout = timeout  # generous for a loaded machine: a wait ends when it is seen
+        self._cv = threading.Condition()
+
+    def __call__(self, event) -> None:
+        with self._cv:
+            self.events.append(event)
+            self._cv.notify_all()
+
+    def of(self, kind: type) -> list:
+        with self._cv:
+            return [e for e in self.events if isinstance(e, kind)]
+
+    def wait_for(self, match, timeout: float | None = None):
+        found: list = []
+
+        def look() -> bool:
+            found[:] = [e for e in self.events if match(e)]
+            return bool(found)
+
+        with self._cv:
+            if not self._cv.wait_for(look, self.timeout if timeout is None else timeout):
+                raise AssertionError(f"not seen; got {[e.type for e in self.events]}")
+        return found[0]
+
+    def wait_phase(self, phase: str, reason: str = ""):
+        from controller.table import events as ev
+
+        return self.wait_for(
+            lambda e: isinstance(e, ev.PhaseChanged) and e.phase == phase and reason in e.reason
+        )

@@ -21,6 +21,7 @@ from controller.table.machine import RequestRefused, TableController
 from controller.table.runtime import Hardware, TableRuntime, TableStopped, prepare_walls
 from controller.table.store import EventLog, EventLogReader
 from firmware_bridge.errors import CommandFailed, CommandTimeout, LinkDown
+from tests.conftest import EventSink
 
 SEATS = ["Ann", "Bo", "Cy", "Di"]
 HAND_PHASES = ("playing", "win_declared", "reading", "confirming")
@@ -40,38 +41,11 @@ class Clock:
             return self.t
 
 
-class Seen:
+class Seen(EventSink):
     """Collects events (as a subscriber, or as ``on_input``) and waits for one."""
 
     def __init__(self) -> None:
-        self.events: list[ev.Event] = []
-        self._cv = threading.Condition()
-
-    def __call__(self, event: ev.Event) -> None:
-        with self._cv:
-            self.events.append(event)
-            self._cv.notify_all()
-
-    def wait_for(self, match: Callable[[ev.Event], bool], timeout: float = WAIT_S) -> ev.Event:
-        found: list[ev.Event] = []
-
-        def look() -> bool:
-            found[:] = [e for e in self.events if match(e)]
-            return bool(found)
-
-        with self._cv:
-            if not self._cv.wait_for(look, timeout):
-                raise AssertionError(f"not seen; got {[e.type for e in self.events]}")
-        return found[0]
-
-    def wait_phase(self, phase: str, reason: str = "") -> ev.Event:
-        return self.wait_for(
-            lambda e: isinstance(e, ev.PhaseChanged) and e.phase == phase and reason in e.reason
-        )
-
-    def of(self, kind: type[ev.Event]) -> list[Any]:
-        with self._cv:
-            return [e for e in self.events if isinstance(e, kind)]
+        super().__init__(WAIT_S)
 
 
 class FakeHardware:

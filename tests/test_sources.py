@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import threading
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import cv2
 import numpy as np
@@ -29,6 +28,7 @@ from firmware_bridge.seat_panel import SeatPanel
 from firmware_bridge.table_device import McuEvent, TableDevice
 from hardware_sim.camera import SimCamera
 from hardware_sim.panel_sim import FakeClock, PanelSim
+from tests.conftest import EventSink
 from vision.calibration import calibrate_from_markers
 from vision.camera import open_camera
 from vision.pipeline import TablePipeline
@@ -39,33 +39,11 @@ WAIT_S = 20.0  # generous for a loaded machine: every wait ends as soon as its e
 CFG = SerialConfig(command_timeout=10.0, shuffle_timeout=30.0, walls_timeout=30.0)
 
 
-class Bus:
+class Bus(EventSink):
     """Stands in for the runtime's ``put``: keeps what the producers put, and waits for it."""
 
     def __init__(self) -> None:
-        self.events: list[ev.Event] = []
-        self._cv = threading.Condition()
-
-    def __call__(self, event: ev.Event) -> None:
-        with self._cv:
-            self.events.append(event)
-            self._cv.notify_all()
-
-    def of(self, kind: type[ev.Event]) -> list[Any]:
-        with self._cv:
-            return [e for e in self.events if isinstance(e, kind)]
-
-    def wait_for(self, match: Callable[[ev.Event], bool], timeout: float = WAIT_S) -> Any:
-        found: list[ev.Event] = []
-
-        def look() -> bool:
-            found[:] = [e for e in self.events if match(e)]
-            return bool(found)
-
-        with self._cv:
-            if not self._cv.wait_for(look, timeout):
-                raise AssertionError(f"not put; got {self.events}")
-        return found[0]
+        super().__init__(WAIT_S)
 
 
 def stamp() -> float:
