@@ -18,11 +18,18 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from controller.exit_codes import ExitCode
 
-__all__ = ["register"]
+__all__ = ["on_watching", "register"]
+
+#: Called with the :class:`~firmware_bridge.table_device.TableDevice` once ``watch`` listens:
+#: every table event from then on is printed. A program that runs ``watch`` in its own process
+#: (a test that opens the simulated lid) starts what the watch is to see from here, instead of
+#: sleeping a guess at how long connecting takes. ``None``: nothing is called.
+on_watching: Callable[[Any], None] | None = None
 
 COMMANDS = (
     "identify",
@@ -344,6 +351,8 @@ def _watch(args: argparse.Namespace, dev: Any, _: int) -> int:
     if st is not None and not args.json:
         print(f"watching {dev.port_url} (state {st.state}; Ctrl-C to stop)")
         sys.stdout.flush()
+    if on_watching is not None:
+        on_watching(dev)
     deadline = None if args.seconds is None else time.monotonic() + args.seconds
     seen = 0
     try:

@@ -85,6 +85,8 @@ class SeatPanel:
         self.config = config
         self.clock = clock
         self._lock = threading.Lock()
+        # told after every poll (and on close): wait_held waits on it instead of guessing
+        self._polled = threading.Condition()
         self._closed = False
         self._listeners: list[Callable[[SeatPress], None]] = []
         self._devices: list[Any] = []
@@ -164,19 +166,42 @@ class SeatPanel:
                 for p in deb.update(t):
                     presses.append(SeatPress(seat, button, p.long, p.held, p.start))
         presses.sort(key=lambda p: p.time)
-        for press in presses:
-            for cb in list(self._listeners):
-                if self._closed:  # a listener may close the panel: no press after that
-                    return presses
-                try:
-                    cb(press)
-                except Exception:
-                    log.exception("a seat panel listener failed")
+        try:
+            for press in presses:
+                for cb in list(self._listeners):
+                    if self._closed:  # a listener may close the panel: no press after that
+                        return presses
+                    try:
+                        cb(press)
+                    except Exception:
+                        log.exception("a seat panel listener failed")
+        finally:
+            # after the listeners: a waiter woken by this poll knows they have its presses
+            with self._polled:
+                self._polled.notify_all()
         return presses
 
     def is_held(self, seat: int, button: str) -> bool:
         """The debounced state of a button right now."""
         return self._debouncers[(self._seat(seat), button)].pressed
+
+    def wait_held(
+        self, seat: int, button: str, held: bool = True, timeout: float | None = None
+    ) -> bool:
+        """Block until a button's debounced state (:meth:`is_held`) is ``held``, or
+        ``timeout`` seconds pass, or the panel is closed; returns whether it is.
+
+        A level counts only once it has lasted the debounce time on the panel's clock and a
+        poll (the panel's thread, or the owner's :meth:`poll`) has looked at it; when this
+        returns, the listeners have had every press that poll decided. Whoever drives a
+        button (a simulator, a test on mock pins, a self-check) waits here to know the press
+        has registered before it lets go, instead of sleeping a guess at how long that takes
+        on a busy machine.
+        """
+        deb = self._debouncers[(self._seat(seat), button)]
+        with self._polled:
+            self._polled.wait_for(lambda: deb.pressed == held or self._closed, timeout)
+        return deb.pressed == held
 
     def _run(self, interval: float) -> None:
         while not self._stop.wait(interval):
@@ -238,6 +263,8 @@ class SeatPanel:
         """Stop polling and release the pins; no press is delivered after it, and the
         LEDs and buzzer refuse with :class:`PinError`."""
         self._closed = True
+        with self._polled:
+            self._polled.notify_all()
         stop = getattr(self, "_stop", None)
         if stop is not None:
             stop.set()

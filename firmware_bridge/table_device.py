@@ -175,6 +175,8 @@ class TableDevice:
         self.counters = self._session.counters
         self._ready = threading.Event()
         self._closed = threading.Event()
+        # told each time the I/O thread has fed the session: wait_for's callers wake on it
+        self._turned = threading.Condition()
         self._last_error = "not connected yet"
         self._backoff = Backoff(self.config.reconnect_min, self.config.reconnect_max)
         self._next_open = 0.0
@@ -234,6 +236,7 @@ class TableDevice:
                     os.close(fd)
         self._wake_r = self._wake_w = -1
         self._io_thread = self._dispatch_thread = None
+        self._notify()
 
     def __enter__(self) -> TableDevice:
         return self
@@ -259,6 +262,25 @@ class TableDevice:
         identity = self._session.identity
         assert identity is not None
         return identity
+
+    def wait_for(self, check: Callable[[], bool], timeout: float) -> bool:
+        """Block until ``check()`` is true, or ``timeout`` seconds pass, or the device is
+        closed; returns ``check()``'s last answer.
+
+        ``check`` is asked again each time the I/O thread has fed the session (bytes read, a
+        timer run, a command handed over, the link lost or opened): what it reads
+        (:attr:`last_status`, a :class:`PendingCommand`'s ``state``, :attr:`link_stats`) can
+        only change then. A caller waits here for a fresh status or a command the table has
+        accepted instead of polling the device in a sleep loop. ``check`` runs on the
+        caller's thread and must not block: it is asked under the lock that wakes waiters.
+        """
+        with self._turned:
+            self._turned.wait_for(lambda: check() or self._closed.is_set(), timeout)
+        return check()
+
+    def _notify(self) -> None:
+        with self._turned:
+            self._turned.notify_all()
 
     def _why_not_ready(self, waited: float) -> str:
         """Why the link is not up after ``waited`` seconds, for a message: the port could not
@@ -418,6 +440,7 @@ class TableDevice:
         with self._lock:
             self._session.abandon(pc, why)
             self._publish()
+        self._notify()
 
     # --- the I/O thread: the port's only user -------------------------------------------------
 
@@ -441,6 +464,7 @@ class TableDevice:
             except Exception:  # the link must survive anything; log and carry on
                 log.exception("unexpected error in the table link thread")
                 self._closed.wait(0.05)
+            self._notify()
 
     def _turn(self) -> None:
         """Wait for bytes, a wake-up or the session's next timer; feed the session; write

@@ -9,16 +9,58 @@ exactly when the panel looks::
     panel = SeatPanel(cfg, pin_factory=factory, clock=clock, poll_interval=None)
     sim = PanelSim(cfg, factory, clock, on_tick=panel.poll)
     sim.press(2, "win", hold=1.0)       # a long press of seat 2's 胡 button
+
+Blinking LEDs and beeps are timed by gpiozero's own threads on the real clock, which no fake
+clock reaches: :func:`watch_pins` makes a factory's pins ones that can be waited on, and
+:meth:`PanelSim.wait_led` and :meth:`PanelSim.wait_buzzer` wait for them to change.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from firmware_bridge.config import SeatPanelConfig
 
-__all__ = ["FakeClock", "PanelSim"]
+__all__ = ["FakeClock", "PanelSim", "watch_pins"]
+
+
+def watch_pins(factory: Any) -> None:
+    """Make the pins ``factory`` (a :class:`gpiozero.pins.mock.MockFactory`) builds from now
+    on ones that can be waited on. Call it before the panel claims its pins: a factory keeps
+    the pin objects it has made."""
+    factory.pin_class = _watched_pin_class()
+
+
+@functools.cache
+def _watched_pin_class() -> type:
+    # built on first use: gpiozero's mock module costs ~90 ms to import, and the simulated
+    # table imports this module whether or not anything waits on a pin
+    from gpiozero.pins.mock import MockPin
+
+    class WatchedPin(MockPin):
+        """A mock pin whose every change of level wakes :meth:`wait_for_state`."""
+
+        def __init__(self, factory: Any, info: Any) -> None:
+            self._changed = threading.Condition()
+            super().__init__(factory, info)
+
+        def _change_state(self, value: bool) -> bool:
+            # released before MockPin calls the edge callbacks (the panel's debouncers take
+            # their own lock), so a waiter never holds up a press
+            with self._changed:
+                changed = bool(super()._change_state(value))
+                if changed:
+                    self._changed.notify_all()
+            return changed
+
+        def wait_for_state(self, state: bool, timeout: float | None = None) -> bool:
+            with self._changed:
+                return self._changed.wait_for(lambda: bool(self.state) == state, timeout)
+
+    return WatchedPin
 
 
 class FakeClock:
@@ -115,3 +157,24 @@ class PanelSim:
         if self.config.buzzer is None:
             return False
         return bool(self._pin(self.config.buzzer).state)
+
+    def _wait_pin(self, name: str, what: str, state: bool, timeout: float) -> bool:
+        wait = getattr(self._pin(name), "wait_for_state", None)
+        if wait is None:
+            raise TypeError(
+                f"the {what}'s pin cannot be waited on: call watch_pins(factory) before the "
+                "panel claims its pins"
+            )
+        return bool(wait(state, timeout))
+
+    def wait_led(self, seat: int, on: bool, timeout: float) -> bool:
+        """Wait until ``seat``'s LED is ``on`` (``True``) or off, or ``timeout`` seconds pass;
+        returns whether it is. Needs :func:`watch_pins`."""
+        return self._wait_pin(self.config.seats[seat].led, f"seat {seat} LED", on, timeout)
+
+    def wait_buzzer(self, on: bool, timeout: float) -> bool:
+        """Wait until the buzzer is sounding (``on``) or silent, or ``timeout`` seconds pass;
+        returns whether it is. Needs :func:`watch_pins`."""
+        if self.config.buzzer is None:
+            raise ValueError("this panel has no buzzer")
+        return self._wait_pin(self.config.buzzer, "buzzer", on, timeout)

@@ -3,9 +3,12 @@ speech engine there or not (a stand-in espeak-ng on PATH), never holding the con
 
 from __future__ import annotations
 
+import fcntl
 import json
+import logging
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -171,14 +174,17 @@ def test_any_settlement_shaped_value_gives_text_and_never_raises(s, language, le
 # -- the speech engine -----------------------------------------------------------------------------
 
 
-def fake_espeak(folder: Path, *, sleep: float = 0.0) -> Path:
-    """A stand-in espeak-ng that writes its arguments and what it was given to read."""
+def fake_espeak(folder: Path, *, gate: Path | None = None) -> Path:
+    """A stand-in espeak-ng that writes its arguments and what it was given to read. With a
+    ``gate`` it is a slow engine: it waits for a shared lock on that file, which the test
+    holds until it lets the engine go on."""
     log = folder / "spoken.jsonl"
     script = folder / "espeak-ng"
+    wait = f"import fcntl\nfcntl.flock(open({str(gate)!r}), fcntl.LOCK_SH)\n" if gate else ""
     script.write_text(
         "#!/usr/bin/env python3\n"
-        "import json, sys, time\n"
-        f"time.sleep({sleep})\n"
+        "import json, sys\n"
+        f"{wait}"
         "text = sys.stdin.buffer.read().decode('utf-8')\n"
         f"with open({str(log)!r}, 'a', encoding='utf-8') as f:\n"
         "    f.write(json.dumps({'args': sys.argv[1:], 'text': text}) + '\\n')\n"
@@ -187,15 +193,35 @@ def fake_espeak(folder: Path, *, sleep: float = 0.0) -> Path:
     return log
 
 
-def said(log: Path, n: int = 1, timeout: float = 5.0) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if log.exists():
-            lines = log.read_text(encoding="utf-8").splitlines()
-            if len(lines) >= n:
-                return [json.loads(x) for x in lines]
-        time.sleep(0.02)
-    return [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+def said(log: Path) -> list[dict[str, Any]]:
+    """What the stand-in engine has been given so far, in order."""
+    return (
+        [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines()]
+        if log.exists()
+        else []
+    )
+
+
+def finished(announcer: Announcer) -> threading.Semaphore:
+    """Released each time ``announcer`` is done with one announcement (said, silent for want
+    of an engine, or failed): a test waits on it instead of polling for the words. It wraps
+    the announcer's speaking step, the one place every announcement goes through."""
+    done = threading.Semaphore(0)
+    speak = announcer._speak
+
+    def speak_and_tell(text: str) -> None:
+        try:
+            speak(text)
+        finally:
+            done.release()
+
+    announcer._speak = speak_and_tell
+    return done
+
+
+def wait_finished(done: threading.Semaphore, n: int = 1, timeout: float = 20.0) -> None:
+    for i in range(n):
+        assert done.acquire(timeout=timeout), f"announcement {i + 1} of {n} never finished"
 
 
 def settled_event(settlement: dict[str, Any]) -> ev.HandSettled:
@@ -228,12 +254,11 @@ def test_without_espeak_it_is_silent_and_fine(tmp_path, monkeypatch, gangkai):
     # a PATH with nothing on it: the machine running the tests may have espeak-ng installed
     monkeypatch.setenv("PATH", str(tmp_path))
     announcer = Announcer("cmn", names=lambda: NAMES)
+    done = finished(announcer)
     try:
         assert announcer.available is False
         announcer.handle(settled_event(gangkai))
-        deadline = time.monotonic() + 2
-        while not announcer.spoken and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_finished(done)
         assert announcer.spoken == ["Bo自摸。杠开！清碰，两勒子。"]
     finally:
         announcer.close()
@@ -244,9 +269,11 @@ def test_with_espeak_the_text_goes_in_on_stdin(tmp_path, path_to, gangkai, langu
     log = fake_espeak(tmp_path)
     path_to(tmp_path)
     announcer = Announcer(language, names=lambda: ["-w/tmp/x", "Bo", "Cy", "Di"])
+    done = finished(announcer)
     try:
         assert announcer.available is True
         announcer.handle(settled_event(gangkai))
+        wait_finished(done)
         (call,) = said(log)
         assert call["args"] == ["-v", voice, "-b", "1", "--stdin"]
         assert call["text"] == announcement(gangkai, language=language, names=NAMES, lezi=10)
@@ -259,8 +286,10 @@ def test_a_name_that_looks_like_an_option_is_only_read(tmp_path, path_to, settle
     path_to(tmp_path)
     s = settled(make_win("111p 222p 333p [4444p<2] 5p +5p", winner=0, after_kong=True))
     announcer = Announcer("en", names=lambda: ["-w/tmp/evil.wav", "Bo", "Cy", "Di"])
+    done = finished(announcer)
     try:
         announcer.handle(settled_event(s))
+        wait_finished(done)
         (call,) = said(log)
         assert call["args"] == ["-v", "en", "-b", "1", "--stdin"]
         assert call["text"].startswith("-w/tmp/evil.wav wins by self-draw.")
@@ -272,31 +301,51 @@ def test_off_and_other_events_say_nothing(tmp_path, path_to, gangkai):
     log = fake_espeak(tmp_path)
     path_to(tmp_path)
     announcer = Announcer("off")
+    done = finished(announcer)
     try:
         announcer.handle(settled_event(gangkai))
         announcer.handle(ev.PhaseChanged(time=1.0, phase="idle"))
         announcer.language = "en"
         announcer.handle(ev.PhaseChanged(time=1.0, phase="idle"))
-        time.sleep(0.2)
-        assert not log.exists()
+        # one announcement after them, on the same queue: once it is said, anything they
+        # had queued would have been said before it
+        announcer.say("the end")
+        wait_finished(done)
+        assert [call["text"] for call in said(log)] == ["the end"]
+        assert announcer.spoken == ["the end"]
     finally:
         announcer.close()
     with pytest.raises(ValueError, match="cmn, en, off"):
         announcer.language = "fr"
 
 
-def test_a_slow_engine_never_holds_the_caller(tmp_path, path_to, gangkai):
-    log = fake_espeak(tmp_path, sleep=1.0)
+def test_a_slow_engine_never_holds_the_caller(tmp_path, path_to, gangkai, caplog):
+    gate = tmp_path / "gate"
+    gate.touch()
+    log = fake_espeak(tmp_path, gate=gate)
     path_to(tmp_path)
     announcer = Announcer("cmn", backlog=2)
+    done = finished(announcer)
+    with open(gate) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the engine cannot finish anything until let go
+        try:
+            with caplog.at_level(logging.INFO, logger="webui.announce"):
+                started = time.perf_counter()
+                for _ in range(10):  # more than the backlog: the extra are skipped
+                    announcer.handle(settled_event(gangkai))
+                assert time.perf_counter() - started < 0.1
+            assert said(log) == []  # all ten were handled while the engine was held up
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
     try:
-        started = time.perf_counter()
-        for _ in range(10):  # more than the backlog: the extra are skipped
-            announcer.handle(settled_event(gangkai))
-        assert time.perf_counter() - started < 0.1
-        assert len(said(log, 1, timeout=3)) >= 1
+        skipped = caplog.text.count("announcements are backing up: one skipped")
+        # the backlog's two kept, and the one being said if the engine had started on it
+        # before the rest came: all the others skipped, none lost in between
+        assert skipped in (7, 8)
+        wait_finished(done, 10 - skipped)
+        assert len(said(log)) == 10 - skipped
     finally:
-        announcer.close(timeout=0.1)
+        announcer.close()
 
 
 def test_a_failing_engine_is_logged_not_raised(tmp_path, path_to, gangkai, caplog):
@@ -305,13 +354,12 @@ def test_a_failing_engine_is_logged_not_raised(tmp_path, path_to, gangkai, caplo
     script.chmod(0o755)
     path_to(tmp_path)
     announcer = Announcer("cmn", timeout_s=5)
+    done = finished(announcer)
     try:
         announcer.handle(settled_event(gangkai))
         announcer.say("你好")
-        deadline = time.monotonic() + 3
-        while len(announcer.spoken) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert announcer.spoken[-1] == "你好"
+        wait_finished(done, 2)  # the failure did not stop the next one
+        assert len(announcer.spoken) == 2 and announcer.spoken[-1] == "你好"
     finally:
         announcer.close()
 
@@ -320,11 +368,13 @@ def test_attached_to_the_live_table_it_says_each_settlement(live_table, tmp_path
     log = fake_espeak(tmp_path)
     path_to(tmp_path)
     announcer = Announcer("cmn")
+    done = finished(announcer)
     unsubscribe = announcer.attach(live_table.runtime)
     try:
         live_table.start_hand()
         live_table.self_draw_win(1)
         live_table.runtime.request("confirm", by="test")
+        wait_finished(done)
         (call,) = said(log)
         assert call["text"].startswith("Bo自摸。混一色")
     finally:

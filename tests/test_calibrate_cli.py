@@ -270,14 +270,28 @@ def test_what_cannot_be_written_or_drawn_is_a_clear_failure(
     assert message in capsys.readouterr().err
 
 
-def test_listed_in_the_help() -> None:
-    out = subprocess.run(
+def test_listed_in_the_help_and_run_by_the_entry_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    done = subprocess.run(
         [sys.executable, "-m", "controller.cli", "--help"],
         capture_output=True,
         text=True,
         check=True,
-    ).stdout
-    assert "calibrate" in out
+    )
+    assert done.stderr == ""
+    # listed with what it does (the summaries are wrapped)
+    assert " calibrate measure the table in the overhead camera's view " in " ".join(
+        done.stdout.split()
+    )
+    # and the name listed is the command that runs: a picture that is not there is a
+    # hardware/I-O failure in one line naming it, and no calibration is written
+    missing, out = tmp_path / "nope.png", tmp_path / "c.json"
+    assert main(["calibrate", "--image", str(missing), "--out", str(out)]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"mahjong-table calibrate: image {missing} does not exist\n"
+    assert not out.exists()
 
 
 def test_markers_measuring_a_little_off_are_pointed_out(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import os
 import shutil
@@ -23,18 +24,45 @@ from controller.exit_codes import ExitCode
 
 
 def test_every_command_module_registers():
+    # each module adds commands of its own, each runs a function, and together they are
+    # every command the entry point has: none lost, none taken over by another module
+    registered: dict[str, str] = {}
+    for module in cli.COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module).register(sub)
+        assert sub.choices, f"{module} registers no command"
+        for name, parser in sub.choices.items():
+            assert name not in registered, f"{module} and {registered[name]} both add {name}"
+            assert callable(parser.get_default("func")), f"{name} runs nothing"
+            registered[name] = module
+    assert registered.keys() == _commands().keys()
+
+
+def _summaries() -> dict[str, str]:
+    """Each command's one-line summary, as the top-level help lists it."""
     parser = cli.build_parser()
-    assert parser.prog == "mahjong-table"
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {a.dest: a.help or "" for a in sub._choices_actions}
 
 
 def test_help_and_unknown_command(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["--help"])
     assert e.value.code == 0
-    assert "score" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith("usage: mahjong-table ")
+    shown = " ".join(out.split())  # the summaries are wrapped
+    for name, summary in _summaries().items():
+        assert f" {name} {summary} " in shown, name
     with pytest.raises(SystemExit) as e:
         cli.main(["no-such-command"])
     assert e.value.code == 2
+    out, err = capsys.readouterr()
+    # nothing on stdout; on stderr the usage and one line naming what was typed
+    assert out == "" and err.startswith("usage: mahjong-table ")
+    assert err.splitlines()[-1].startswith(
+        "mahjong-table: error: argument COMMAND: invalid choice: 'no-such-command'"
+    )
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, capsys):

@@ -71,7 +71,7 @@ def test_late_poll_still_classifies_by_real_hold_time() -> None:
 
 
 def test_bad_times_refused() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"need 0 <= debounce < long_press"):
         Debouncer(0.5, 0.2)
 
 

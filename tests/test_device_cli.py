@@ -12,6 +12,7 @@ import time
 import pytest
 
 from controller.cli import main
+from firmware_bridge import device_cli
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -138,13 +139,16 @@ def test_a_port_where_nothing_answers_says_so(capsys) -> None:
     assert "not connected yet" not in err
 
 
-def test_watch_prints_events_as_they_come(sim_mcu, capsys) -> None:
+def test_watch_prints_events_as_they_come(sim_mcu, capsys, monkeypatch) -> None:
     sim = sim_mcu()
+    listening = threading.Event()
+    monkeypatch.setattr(device_cli, "on_watching", lambda dev: listening.set())
 
     def poke() -> None:
-        time.sleep(1.0)
-        sim.control("lid open")
-        sim.control("lid close")
+        # the lid moves only once the watch listens: what it prints came while it watched
+        if listening.wait(30):
+            sim.control("lid open")
+            sim.control("lid close")
 
     t = threading.Thread(target=poke)
     t.start()
@@ -152,14 +156,17 @@ def test_watch_prints_events_as_they_come(sim_mcu, capsys) -> None:
         capsys, "--port", sim.port, "--json", "watch", "--count", "2", "--seconds", "30"
     )
     t.join()
+    assert listening.is_set()
     assert code == 0
     events = [json.loads(line) for line in out.splitlines()]
     assert [(e["event"], e["open"]) for e in events] == [("lid", True), ("lid", False)]
     assert events[0]["number"] < events[1]["number"]
 
 
-def test_watch_human_output(sim_mcu, capsys) -> None:
-    sim = sim_mcu(at=["1:lid open"])
+def test_watch_human_output(sim_mcu, capsys, monkeypatch) -> None:
+    sim = sim_mcu()
+    # opened once the watch listens (a lid opened at a set time could beat a slow connection)
+    monkeypatch.setattr(device_cli, "on_watching", lambda dev: sim.control("lid open"))
     code, out, _ = run(capsys, "--port", sim.port, "watch", "--count", "1", "--seconds", "30")
     assert code == 0
     assert out.splitlines()[0].startswith("watching ")

@@ -259,7 +259,7 @@ def test_urgent_goes_first() -> None:
 
 
 def test_window_bounds() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="window must be 1-16"):
         LinkEndpoint(initiator=True, window=0)
 
 
@@ -313,7 +313,7 @@ def test_a_delayed_ack_goes_at_once_for_a_second_frame_or_a_repeat() -> None:
 
 
 def test_ack_delay_must_stay_below_the_minimum_timeout() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="ack_delay must be at least 0 and below min_rto"):
         LinkEndpoint(initiator=True, ack_delay=0.025)
 
 

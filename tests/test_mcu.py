@@ -273,7 +273,7 @@ def test_garbage_payloads_are_counted_not_fatal(host: Host) -> None:
 
 
 def test_speed_must_be_positive() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="speed must be positive"):
         SimulatedMcu(speed=0)
 
 

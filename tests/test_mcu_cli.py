@@ -102,21 +102,25 @@ def test_bad_rates_in_a_file_exit_2(tmp_path, capsys) -> None:
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "words"),
     [
-        ["--drop", "2"],
-        ["--speed", "0"],
-        ["--at", "soon:reset"],
-        ["--at", "5"],
-        ["--at", "nan:reset"],
-        ["--tcp", "99999"],
-        ["--tcp", "-1"],
+        (["--drop", "2"], "--drop: 2.0 is not a probability between 0 and 1"),
+        (["--speed", "0"], "--speed: must be a number above 0"),
+        (["--at", "soon:reset"], "--at: 'soon:reset': use SECONDS:COMMAND"),
+        (["--at", "5"], "--at: '5': use SECONDS:COMMAND"),
+        (["--at", "nan:reset"], "--at: 'nan:reset': use SECONDS:COMMAND"),
+        (["--tcp", "99999"], "--tcp: 99999 is not a TCP port"),
+        (["--tcp", "-1"], "--tcp: -1 is not a TCP port"),
     ],
 )
-def test_bad_options_are_usage_errors(argv: list[str]) -> None:
+def test_bad_options_are_usage_errors(argv: list[str], words: str, capsys) -> None:
     with pytest.raises(SystemExit) as e:
         parse(*argv)
     assert e.value.code == 2
+    out, err = capsys.readouterr()
+    # the usage, then one line naming the option and what is wrong with its value
+    assert out == "" and err.startswith("usage: ")
+    assert err.splitlines()[-1].startswith(f"mahjong-table sim-mcu: error: argument {words}")
 
 
 def test_a_tcp_port_out_of_range_exits_2_without_a_traceback(capsys) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -94,7 +95,14 @@ def test_incoming_frames_get_the_same_treatment() -> None:
     assert line.incoming([], 10.0) == []
 
 
-@pytest.mark.parametrize("bad", [{"corrupt": 1.5}, {"drop": -0.1}, {"delay_ms": -1}])
-def test_rates_are_checked(bad: dict) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("bad", "words"),
+    [
+        ({"corrupt": 1.5}, "corrupt must be a probability between 0 and 1, not 1.5"),
+        ({"drop": -0.1}, "drop must be a probability between 0 and 1, not -0.1"),
+        ({"delay_ms": -1}, "delay_ms must be between 0 and 10000"),
+    ],
+)
+def test_rates_are_checked(bad: dict, words: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(words)):
         LineFaults(**bad)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from firmware_bridge.config import parse_seat_panel
-from hardware_sim.panel_sim import FakeClock, PanelSim
+from hardware_sim.panel_sim import FakeClock, PanelSim, watch_pins
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "table-config.example.toml"
 
@@ -53,3 +54,32 @@ def test_pull_down_wiring_drives_high_when_pressed(mock_pins) -> None:
     assert pin.state is True
     sim.release(0, "confirm", bounces=0)
     assert pin.state is False
+
+
+def test_a_watched_pin_wakes_its_waiter_when_it_changes(mock_pins) -> None:
+    c = cfg()
+    watch_pins(mock_pins)
+    sim = PanelSim(c, mock_pins, FakeClock())
+    led = mock_pins.pin(c.seats[2].led)
+    led.function = "output"
+    assert not sim.wait_led(2, True, timeout=0)
+    answers: list[bool] = []
+    waiter = threading.Thread(target=lambda: answers.append(sim.wait_led(2, True, timeout=60)))
+    waiter.start()
+    led.state = True
+    waiter.join(5)
+    assert not waiter.is_alive() and answers == [True]
+    assert sim.wait_led(2, True, timeout=0) and not sim.wait_led(2, False, timeout=0)
+    buzzer = mock_pins.pin(c.buzzer)
+    buzzer.function = "output"
+    assert sim.wait_buzzer(False, timeout=0) and not sim.wait_buzzer(True, timeout=0)
+
+
+def test_waiting_on_a_pin_that_cannot_be_watched_says_how(mock_pins) -> None:
+    c = cfg()
+    sim = PanelSim(c, mock_pins, FakeClock())
+    with pytest.raises(TypeError, match=r"call watch_pins\(factory\) before"):
+        sim.wait_led(0, True, timeout=0)
+    quiet = PanelSim(replace(c, buzzer=None), mock_pins, FakeClock())
+    with pytest.raises(ValueError, match="no buzzer"):
+        quiet.wait_buzzer(True, timeout=0)

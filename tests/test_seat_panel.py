@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 import tomllib
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from firmware_bridge.config import parse_seat_panel
 from firmware_bridge.errors import PinError
 from firmware_bridge.seat_panel import SeatPanel, SeatPress
-from hardware_sim.panel_sim import FakeClock, PanelSim
+from hardware_sim.panel_sim import FakeClock, PanelSim, watch_pins
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "table-config.example.toml"
 
@@ -25,6 +24,7 @@ def cfg():
 
 @pytest.fixture
 def rig(cfg, mock_pins):
+    watch_pins(mock_pins)  # LEDs blink and the buzzer beeps on gpiozero's real-time threads
     clock = FakeClock()
     panel = SeatPanel(cfg, pin_factory=mock_pins, clock=clock, poll_interval=None)
     got: list[SeatPress] = []
@@ -59,6 +59,23 @@ def test_long_press_is_reported_while_still_held(rig) -> None:
     sim.wait(0.1)
     assert len(got) == 1  # releasing a long press adds nothing
     assert not panel.is_held(1, "win")
+
+
+def test_wait_held_follows_the_polled_state_and_close_ends_it(cfg, rig) -> None:
+    panel, sim, _ = rig
+    assert panel.wait_held(2, "win", held=False, timeout=0)
+    sim.hold(2, "win")
+    assert not panel.wait_held(2, "win", timeout=0)  # not held until a poll passes debounce
+    sim.wait(cfg.debounce + sim.tick)
+    assert panel.wait_held(2, "win", timeout=0)
+    answers: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: answers.append(panel.wait_held(2, "win", held=False, timeout=60))
+    )
+    waiter.start()
+    panel.close()  # nobody will poll again: the wait ends now, not in a minute
+    waiter.join(5)
+    assert not waiter.is_alive() and answers == [False]
 
 
 def test_glitches_and_bounce_never_make_extra_presses(rig) -> None:
@@ -99,37 +116,42 @@ def test_leds_show_dealer_and_turn(rig) -> None:
 
 def test_blinking_led_toggles_its_pin(rig) -> None:
     panel, sim, _ = rig
+    assert sim.led(1) is False
     panel.blink_led(1, on_time=0.01, off_time=0.01)
-    seen = set()
-    deadline = time.monotonic() + 5
-    while len(seen) < 2 and time.monotonic() < deadline:
-        seen.add(sim.led(1))
-        time.sleep(0.002)
-    assert seen == {True, False}
+    # on, off and on again: toggling, not merely switched on
+    for on in (True, False, True):
+        assert sim.wait_led(1, on, timeout=5), f"the LED never went {'on' if on else 'off'}"
+    assert panel.led_modes()[1] == "blink"
 
 
 def test_buzzer_beeps(rig) -> None:
     panel, sim, _ = rig
     assert sim.buzzer() is False
-    panel.beep(duration=0.5)
-    deadline = time.monotonic() + 5
-    while not sim.buzzer() and time.monotonic() < deadline:
-        time.sleep(0.002)
-    assert sim.buzzer() is True
+    panel.beep(duration=0.05)
+    assert sim.wait_buzzer(True, timeout=5)
+    assert sim.wait_buzzer(False, timeout=5)  # a beep ends by itself
 
 
 def test_background_thread_uses_the_real_clock(cfg, mock_pins) -> None:
     got: list[SeatPress] = []
+    reported = threading.Event()
+
+    def take(press: SeatPress) -> None:
+        got.append(press)
+        reported.set()
+
     with SeatPanel(cfg, pin_factory=mock_pins) as panel:
-        panel.add_listener(got.append)
+        panel.add_listener(take)
         pin = mock_pins.pin(cfg.seats[1].confirm)
         pin.drive_low()
-        time.sleep(0.1)
+        # only the poll thread, reading the real clock, can pass the debounce time
+        assert panel.wait_held(1, "confirm", timeout=5)
+        assert got == []  # a short press is reported on release
         pin.drive_high()
-        deadline = time.monotonic() + 5
-        while not got and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert reported.wait(5)
+        assert panel.wait_held(1, "confirm", held=False, timeout=5)
     assert [(p.seat, p.button, p.long) for p in got] == [(1, "confirm", False)]
+    assert cfg.debounce <= got[0].held < cfg.long_press
 
 
 def test_timings_that_cannot_work_are_a_config_error_and_free_the_pins(cfg, mock_pins) -> None:
@@ -191,7 +213,7 @@ def test_a_listener_may_close_the_panel(cfg, mock_pins) -> None:
     panel.add_listener(close_on_press)
     pin = mock_pins.pin(cfg.seats[0].win)
     pin.drive_low()
-    time.sleep(0.1)
+    assert panel.wait_held(0, "win", timeout=5)
     pin.drive_high()
     assert closed.wait(5)
     assert panel._thread is not None

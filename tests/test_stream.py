@@ -26,14 +26,22 @@ class FakeTable:
         self.subscribers: list[Any] = []
         self.seq = 0
         self.snapshots = 0
+        self._asked = threading.Condition()
 
     def subscribe(self, callback):
         self.subscribers.append(callback)
         return lambda: self.subscribers.remove(callback)
 
     def snapshot(self) -> dict[str, Any]:
-        self.snapshots += 1
+        with self._asked:
+            self.snapshots += 1
+            self._asked.notify_all()
         return {"seq": self.seq}
+
+    def wait_snapshots(self, n: int, timeout: float = 5.0) -> bool:
+        """Wait until the broker has asked for ``n`` snapshots in all (a burst is over)."""
+        with self._asked:
+            return self._asked.wait_for(lambda: self.snapshots >= n, timeout)
 
     def emit(self, *events: ev.Event) -> None:
         for e in events:
@@ -135,6 +143,7 @@ def test_a_slow_page_is_dropped_and_the_controller_never_waits():
         slow = broker.open()
         fast = broker.open()
         got: list[bytes] = []
+        arrived = threading.Condition()
         stop = threading.Event()
 
         def read() -> None:
@@ -144,20 +153,26 @@ def test_a_slow_page_is_dropped_and_the_controller_never_waits():
                 except EOFError:
                     return
                 if frame is not None:
-                    got.append(frame)
+                    with arrived:
+                        got.append(frame)
+                        arrived.notify_all()
+
+        def has(name: str) -> bool:
+            return any(parse(f) == ("phase", {**parse(f)[1], "phase": name}) for f in got)
 
         reader = threading.Thread(target=read)
         reader.start()
         took = 0.0
-        for chunk in range(20):  # paced, so that a page reading along keeps up
+        for chunk in range(20):
             started = time.perf_counter()
             table.emit(*(phase(f"p{chunk * 10 + i}") for i in range(10)))
             took += time.perf_counter() - started
-            time.sleep(0.02)
+            # the next chunk waits for the page reading along to have this one: it keeps
+            # up however slow the machine, and the page that reads nothing still falls behind
+            last = f"p{chunk * 10 + 9}"
+            with arrived:
+                assert arrived.wait_for(lambda last=last: has(last), 5), last
         assert took < 0.2  # the subscriber only queues: the controller never waits
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and not any(b"p199" in f for f in got):
-            time.sleep(0.01)
         stop.set()
         reader.join()
         assert slow.dropped and broker.dropped >= 1
@@ -175,13 +190,18 @@ def test_a_newer_snapshot_replaces_one_not_yet_sent():
     broker = Broker(table, coalesce_s=0.001, burst_max_s=0.001)
     try:
         client = broker.open()
+        asked = table.snapshots
         for i in range(5):
             table.emit(phase(f"p{i}"))
-            time.sleep(0.03)  # each its own burst, each followed by a snapshot
-        frames = drain(broker, client, 8, timeout=0.5)
+            # each its own burst, each followed by a snapshot: the next event waits for it
+            assert table.wait_snapshots(asked + i + 1)
+        frames = drain(broker, client, 7)
         # the first snapshot stays (a page draws from it); the four in between were replaced
         assert [k for k, _ in frames] == ["snapshot"] + ["phase"] * 5 + ["snapshot"]
         assert frames[-1][1]["seq"] == 5
+        # that was the last burst's own snapshot, and nothing has happened since: no frame can
+        # still be on its way, so none queued now means none was left over
+        assert client.next(0) is None
     finally:
         broker.close()
 
@@ -232,8 +252,17 @@ def test_the_live_table_feeds_the_broker(live_table):
         client = broker.open()
         assert drain(broker, client, 1)[0][1]["phase"] == "idle"
         live_table.start_hand()
-        frames = drain(broker, client, 40, timeout=0.5)
-        assert ("hand_started" in [k for k, _ in frames]) and frames[-1][0] == "snapshot"
+        final = live_table.runtime.snapshot()["seq"]  # every event of the start is in
+        # read until the snapshot of that state comes (however long the bursts take on a
+        # slow machine), not for a fixed half second
+        frames: list[tuple[str, Any]] = []
+        deadline = time.monotonic() + 20
+        while not frames or frames[-1] != ("snapshot", {**frames[-1][1], "seq": final}):
+            assert time.monotonic() < deadline, [k for k, _ in frames]
+            frame = client.next(0.5)
+            if frame is not None:
+                frames.append(parse(frame))
+        assert "hand_started" in [k for k, _ in frames]
         assert frames[-1][1]["phase"] == "playing"
     finally:
         broker.close()
@@ -331,27 +360,44 @@ def test_twenty_pages_see_each_event_quickly(live_table, served):
     rounds = 6
     sent: list[float] = []
     errors: list[BaseException] = []
+    # how many pages are at each step: 0 their snapshot, i + 1 round i's event
+    progress = threading.Condition()
+    reached = [0] * (rounds + 1)
+
+    def step(i: int) -> None:
+        with progress:
+            reached[i] += 1
+            progress.notify_all()
+
+    def everyone_at(i: int) -> bool:
+        with progress:
+            return progress.wait_for(lambda: reached[i] == len(readers) or bool(errors), 20)
 
     def follow(reader: SseReader) -> None:
         try:
             reader.until("snapshot")
+            step(0)
             for i in range(rounds):
                 reader.until("seat_seen")
                 now = time.monotonic()
                 with lock:
                     delays.append(now - sent[i])
+                step(i + 1)
         except BaseException as exc:  # surface in the test's thread
-            errors.append(exc)
+            with progress:
+                errors.append(exc)
+                progress.notify_all()
 
     threads = [threading.Thread(target=follow, args=(r,)) for r in readers]
     for t in threads:
         t.start()
-    time.sleep(0.3)  # every reader has its snapshot
     try:
+        assert everyone_at(0), errors  # every reader has its snapshot
         for i in range(rounds):
             sent.append(time.monotonic())
             live_table.seat(i % 4, flowers="1f")
-            time.sleep(0.1)
+            # one event at a time: each delay is that event's, not a queue's behind it
+            assert everyone_at(i + 1), errors
         for t in threads:
             t.join(5)
     finally:

@@ -64,12 +64,36 @@ class Recorder:
                 self._cv.wait(left)
 
 
-def wait_until(check: Callable[[], bool], timeout: float = 20.0) -> None:
+def wait_until(dev: TableDevice, check: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Wait, on the device's own wake-ups, until ``check()`` holds."""
+    assert dev.wait_for(check, timeout), "condition not met in time"
+
+
+def wait_for_status(
+    port: str, check: Callable[[p.StatusReport], bool], timeout: float = 20.0
+) -> p.StatusReport:
+    """Read the MCU's periodic statuses off ``port`` without a word to it (a silent host, as
+    far as its watchdog can tell) until one passes ``check``; each read waits for bytes."""
+    import serial
+
+    from firmware_bridge.framing import FrameDecoder, FrameKind
+
+    decoder = FrameDecoder()
+    seen: list[p.StatusReport] = []
     deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
+    with serial.serial_for_url(port, timeout=1.0) as line:
+        while time.monotonic() < deadline:
+            data = line.read(1)
+            data += line.read(line.in_waiting)
+            for frame in decoder.feed(data):
+                if frame.kind != FrameKind.DATAGRAM:
+                    continue
+                message = p.decode_message(frame.payload)
+                if isinstance(message, p.StatusReport):
+                    seen.append(message)
+                    if check(message):
+                        return message
+    raise AssertionError(f"no such status in {timeout} s; saw {seen[-3:]}")
 
 
 @pytest.fixture
@@ -140,9 +164,9 @@ def test_periodic_status_keeps_last_status_fresh(table) -> None:
     sim, dev, rec = table
     first = dev.last_status
     assert first is not None
-    wait_until(lambda: dev.last_status is not None and dev.last_status.uptime > first.uptime)
+    wait_until(dev, lambda: dev.last_status is not None and dev.last_status.uptime > first.uptime)
     sim.control("lid open")
-    wait_until(lambda: dev.last_status is not None and dev.last_status.lid_open)
+    wait_until(dev, lambda: dev.last_status is not None and dev.last_status.lid_open)
     assert rec.wait_for("lid").data == {"open": True}
 
 
@@ -158,7 +182,7 @@ def test_interlocks_and_emergency_stop_always_goes_through(table) -> None:
     dev.set_hand_in_progress(False)
 
     sim.control("lid open")
-    wait_until(lambda: dev.last_status is not None and dev.last_status.lid_open)
+    wait_until(dev, lambda: dev.last_status is not None and dev.last_status.lid_open)
     with pytest.raises(InterlockError, match="lid is open"):
         dev.shuffle()
     # the table enforces it too, for a command that bypasses the host's check
@@ -170,7 +194,7 @@ def test_interlocks_and_emergency_stop_always_goes_through(table) -> None:
     assert "estop" in dev.status().faults
     dev.set_hand_in_progress(False)
     sim.control("lid close")
-    wait_until(lambda: dev.last_status is not None and not dev.last_status.lid_open)
+    wait_until(dev, lambda: dev.last_status is not None and not dev.last_status.lid_open)
     with pytest.raises(CommandFailed, match="emergency stop") as e:
         dev.shuffle()
     assert e.value.reason == "fault"
@@ -216,7 +240,7 @@ def test_lid_opened_during_a_shuffle_and_busy(sim_mcu) -> None:
     with TableDevice(sim.port, config=CFG) as dev:
         dev.wait_ready(20)
         pending = dev.submit(p.Shuffle, 30)
-        wait_until(lambda: pending.state == "accepted")
+        wait_until(dev, lambda: pending.state == "accepted")
         with pytest.raises(CommandFailed, match="busy") as e:
             dev.roll_dice()
         assert e.value.reason == "busy"
@@ -246,7 +270,7 @@ def test_a_shuffle_right_after_the_lid_closes_is_not_refused(sim_mcu) -> None:
         dev.add_listener(on_event)
         rec = Recorder(dev)
         sim.control("lid open")
-        wait_until(lambda: dev.last_status is not None and dev.last_status.lid_open)
+        wait_until(dev, lambda: dev.last_status is not None and dev.last_status.lid_open)
         sim.control("lid close")
         assert closed.wait(20)
         assert isinstance(outcomes[0], ShuffleResult)
@@ -283,7 +307,7 @@ def test_emergency_stop_during_a_shuffle(sim_mcu) -> None:
     with TableDevice(sim.port, config=CFG) as dev:
         dev.wait_ready(20)
         pending = dev.submit(p.Shuffle, 30)
-        wait_until(lambda: pending.state == "accepted")
+        wait_until(dev, lambda: pending.state == "accepted")
         dev.emergency_stop()
         with pytest.raises(CommandFailed, match="emergency stop") as e:
             pending.result()
@@ -390,7 +414,7 @@ def test_close_while_a_caller_waits_on_a_long_operation(sim_mcu) -> None:
 
     t = threading.Thread(target=shuffle)
     t.start()
-    wait_until(lambda: dev.last_status is not None and dev.last_status.state == "shuffling")
+    wait_until(dev, lambda: dev.last_status is not None and dev.last_status.state == "shuffling")
     dev.close()
     t.join(timeout=20)  # it must not wait for the shuffle's 24 s
     assert not t.is_alive()
@@ -419,7 +443,7 @@ def test_mcu_reset_in_the_middle_of_a_shuffle_is_detected_and_recovered(sim_mcu)
         rec = Recorder(dev)
         old = dev.wait_ready(20).boot_id
         pending = dev.submit(p.Shuffle, 30)
-        wait_until(lambda: pending.state == "accepted")
+        wait_until(dev, lambda: pending.state == "accepted")
         new_boot = sim.control("reset")["boot_id"]
         with pytest.raises(CommandFailed, match="restarted") as e:
             pending.result()
@@ -498,7 +522,7 @@ def test_shuffle_survives_an_unplug_while_it_runs(sim_mcu) -> None:
     with TableDevice(sim.port, config=CFG) as dev:
         dev.wait_ready(20)
         pending = dev.submit(p.Shuffle, 30)
-        wait_until(lambda: pending.state == "accepted")
+        wait_until(dev, lambda: pending.state == "accepted")
         sim.control("unplug 0.4")  # shorter than the watchdog: the shuffle goes on
         assert pending.result().tiles == 144
     assert sim.stats()["mcu"]["per_command"]["shuffle"] == 1
@@ -509,9 +533,11 @@ def test_watchdog_stops_motors_when_the_host_goes_silent(sim_mcu) -> None:
     dev = TableDevice(sim.port, config=CFG)
     dev.wait_ready(20)
     pending = dev.submit(p.Shuffle, 30)
-    wait_until(lambda: pending.state == "accepted")
+    wait_until(dev, lambda: pending.state == "accepted")
     dev.close()  # the host goes away mid-shuffle
-    wait_until(lambda: sim.stats()["mcu"]["watchdog_stops"] == 1)
+    stopped = wait_for_status(sim.port, lambda st: bool(st.faults & p.Fault.WATCHDOG.bit))
+    assert stopped.state == p.State.IDLE
+    assert sim.stats()["mcu"]["watchdog_stops"] == 1
     with TableDevice(sim.port, config=CFG) as again:
         again.wait_ready(20)
         st = again.status()
@@ -535,7 +561,9 @@ def test_random_bytes_never_crash_or_hang(tmp_path) -> None:
             chunk = bytes(rng.choice((0xA5, 0, 1, 2, 4, rng.randrange(256))) for _ in range(256))
             with contextlib.suppress(OSError):
                 os.write(master, chunk)
-            time.sleep(0.001)
+            # paced, not flat out (two cores shared with the device's own threads); the
+            # pause is the stop event's, so the spewer ends the moment the test is done
+            stop.wait(0.001)
 
     t = threading.Thread(target=spew, daemon=True)
     t.start()
@@ -549,7 +577,7 @@ def test_random_bytes_never_crash_or_hang(tmp_path) -> None:
         # the noise was read and thrown away, and still is: the I/O thread lives
         seen = dev.link_stats.corrupt
         assert seen > 0
-        wait_until(lambda: dev.link_stats.corrupt > seen)
+        wait_until(dev, lambda: dev.link_stats.corrupt > seen)
         started = time.monotonic()
         dev.close()
         assert time.monotonic() - started < 10
@@ -677,7 +705,27 @@ def test_a_listener_that_exits_does_not_stop_the_events(table) -> None:
     sim.control("lid open")
     first = rec.wait_for("lid")
     sim.control("lid close")
-    rec.wait_for("lid", where=lambda e: e is not first)  # the next event still arrives
+    after = rec.wait_for("lid", where=lambda e: e is not first)  # the next event still arrives
+    assert (first.data, after.data) == ({"open": True}, {"open": False})
+    # events go out in order: once a later one is in, a repeat of either lid event would be
+    dev.roll_dice()
+    rec.wait_for("dice")
+    assert rec.kinds().count("lid") == 2  # each delivered once: none lost, none repeated
+
+
+def test_wait_for_ends_at_its_timeout_and_at_once_on_close(tmp_path) -> None:
+    # no port: the link never comes up, so only the timeout or close() can end a wait on it
+    dev = TableDevice(str(tmp_path / "no-port"), config=CFG)
+    assert dev.wait_for(lambda: True, 0)  # already true: no wait at all
+    started = time.monotonic()
+    assert not dev.wait_for(lambda: dev.ready, 0.2)
+    assert time.monotonic() - started >= 0.2
+    answers: list[bool] = []
+    t = threading.Thread(target=lambda: answers.append(dev.wait_for(lambda: dev.ready, 60)))
+    t.start()
+    dev.close()
+    t.join(20)
+    assert not t.is_alive() and answers == [False]
 
 
 def test_close_wakes_a_caller_that_waits_for_the_link(tmp_path) -> None:

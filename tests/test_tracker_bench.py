@@ -164,10 +164,15 @@ def test_too_few_frames_or_an_unwritable_json_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         tracker_bench.main(["--frames", str(tracker_bench.WARMUP)])
     assert exc.value.code == 2
-    assert "warm-up" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        tracker_bench.main(["--json", str(tmp_path / "no" / "such.json")])
-    assert "no such folder" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out == "" and "warm-up" in err.splitlines()[-1]
+    target = tmp_path / "no" / "such.json"
+    with pytest.raises(SystemExit) as exc:
+        tracker_bench.main(["--json", str(target)])
+    assert exc.value.code == 2  # refused as bad usage, before any scenario ran
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines()[-1].endswith(f"cannot write {target}: no such folder")
+    assert not target.parent.exists()
 
 
 def test_the_help_names_every_scenario(capsys):
