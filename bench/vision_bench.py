@@ -12,7 +12,12 @@ Prints, on the held-out split of the real photos (sources never trained on):
   photos label only the players' rows; see :func:`vision.training.dataset.labelled_area`), and the
   tile finder alone on that footing;
 - on that footing too, the flowers as the score sees them: every flower tile is one 花
-  whichever it is (docs/rules.md), so a flower read as another flower counts as right;
+  whichever it is (docs/rules.md), so a flower read as another flower counts as right; and
+  each flower (1f-8f) apart, both ways;
+- how far the tiles found can trust their confidence: a reliability table (the reads binned
+  by the confidence reported, each bin's mean confidence against the share read right) and
+  its expected calibration error, with the classifier's raw probability and with the
+  calibrated one the recogniser reports (:mod:`vision.confidence`);
 - the labelled-area figures apart for photos whose labelled boxes cover their neighbours
   (:func:`vision.training.dataset.label_overlap`: rotated copies, shifted or enlarged boxes, where a
   detection that fits its tile can miss IoU 0.5) and for the rest;
@@ -38,19 +43,22 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import itertools
 import json
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import cv2
 import numpy as np
 
 from controller.errors import MahjongTableError
 from controller.exit_codes import ExitCode
+from vision.confidence import RELIABILITY_EDGES, expected_calibration_error, reliability
 from vision.detection import box_iou
 from vision.files import why_not_writable
 from vision.labels import BACK, FLOWER_LABELS, label_name
@@ -67,6 +75,7 @@ from vision.training.dataset import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
+R = TypeVar("R")
 
 PEER_NAMES = {"chun": "C", "haku": "P", "hatsu": "F", "nan": "S", "pe": "N", "sha": "W", "tou": "E"}
 
@@ -231,11 +240,118 @@ def for_the_peer(preds, boxes: np.ndarray, labels: np.ndarray):
     return kept, boxes[keep], labels[keep]
 
 
-def ours_predict(rec: TileRecognizer, img: np.ndarray):
-    return [(d.box, d.label, d.confidence) for d in rec.detect(img)]
+def ours_read(rec: TileRecognizer, img: np.ndarray) -> tuple[list, list[float]]:
+    """Our detections as ``(box, label, raw confidence)``, and the confidence each reports.
+
+    The raw probability is what ``min_confidence`` compares (and what the figures here were
+    always scored with); the reported one is calibrated. A tile the finder alone calls face
+    down has the finder's share as both."""
+    found = rec.detect_with_probabilities(img)
+    preds = [(d.box, d.label, d.confidence if p is None else float(p[d.label])) for d, p in found]
+    return preds, [d.confidence for d, _ in found]
 
 
-def timed(fn, *args, repeat: int) -> tuple[float, object]:
+class ConfidenceTable:
+    """The tiles found on labelled tiles, each with its raw and its reported (calibrated)
+    confidence and whether it was read right: how far either can be trusted."""
+
+    def __init__(self) -> None:
+        self.raw: list[float] = []
+        self.shown: list[float] = []
+        self.right: list[bool] = []
+        self.finder_backs = 0
+
+    def add(self, raw: float, shown: float, label: int, truth: int) -> None:
+        self.raw.append(raw)
+        self.shown.append(shown)
+        self.right.append(label == truth)
+        self.finder_backs += label == BACK and raw == shown
+
+    def figures(self) -> dict[str, object]:
+        out: dict[str, object] = {"reads": len(self.right), "finder_backs": self.finder_backs}
+        for name, confidences in (("raw", self.raw), ("calibrated", self.shown)):
+            out[name] = {
+                "ece": expected_calibration_error(confidences, self.right),
+                "bins": [
+                    {
+                        "low": b.low,
+                        "high": b.high,
+                        "reads": b.count,
+                        "confidence": b.confidence,
+                        "accuracy": b.accuracy,
+                    }
+                    for b in reliability(confidences, self.right)
+                ],
+            }
+        return out
+
+    def lines(self) -> list[str]:
+        """The reliability table, raw and calibrated side by side, bin by bin (a bin neither
+        holds is left out), and the expected calibration error of each."""
+        raw = {b.low: b for b in reliability(self.raw, self.right)}
+        shown = {b.low: b for b in reliability(self.shown, self.right)}
+        heads = f"{'raw: reads':>18}  mean   right  {'calibrated: reads':>18}  mean   right"
+        out = [f"    confidence   {heads}"]
+        for low, high in itertools.pairwise(RELIABILITY_EDGES):
+            if low not in raw and low not in shown:
+                continue
+            cells = [
+                f"{b.count:>18}  {b.confidence:.3f}  {b.accuracy:.3f}" if b else f"{0:>18}{'':14}"
+                for b in (raw.get(low), shown.get(low))
+            ]
+            out.append(f"    {low:.2f}-{high:.2f}   {cells[0]}  {cells[1]}")
+        raw_ece = expected_calibration_error(self.raw, self.right)
+        shown_ece = expected_calibration_error(self.shown, self.right)
+        out.append(f"    expected calibration error: raw {raw_ece:.4f}, calibrated {shown_ece:.4f}")
+        return out
+
+
+class FlowerCounts:
+    """Each flower (1f-8f) over the labelled area, read as another flower counted right, as
+    the score counts it: a labelled flower found and read as any flower is found; a flower
+    read is right where it lies on any labelled flower. (The plain figures, the flower named
+    right, are :class:`PhotoCounts`' per-label tallies.)"""
+
+    def __init__(self) -> None:
+        self.hits = dict.fromkeys(FLOWER_LABELS, 0)  # reads of k on a flower
+        self.false = dict.fromkeys(FLOWER_LABELS, 0)  # reads of k on no flower
+        self.found = dict.fromkeys(FLOWER_LABELS, 0)  # labelled k read as a flower
+        self.missed = dict.fromkeys(FLOWER_LABELS, 0)
+        self.as_another = dict.fromkeys(FLOWER_LABELS, 0)  # labelled k read as another flower
+
+    def add(self, preds, truth: np.ndarray, flower_pairs, silent) -> None:
+        """One photo: ``flower_pairs`` matches ``preds`` to the labelled tiles with every
+        flower made one (:func:`as_any_flower`); ``silent`` as :meth:`Tally.add`'s."""
+        matched = {j: i for i, j in flower_pairs if j is not None}
+        for i, j in flower_pairs:
+            label = preds[i][1]
+            if label in self.hits:
+                if j is not None:
+                    self.hits[label] += 1
+                elif not silent[i]:
+                    self.false[label] += 1
+        for j, t in enumerate(truth):
+            k = int(t)
+            if k not in self.found:
+                continue
+            if j in matched:
+                self.found[k] += 1
+                self.as_another[k] += preds[matched[j]][1] != k
+            else:
+                self.missed[k] += 1
+
+    def figures(self, k: int) -> dict[str, float]:
+        p = self.hits[k] / max(1, self.hits[k] + self.false[k])
+        r = self.found[k] / max(1, self.found[k] + self.missed[k])
+        return {
+            "precision": p,
+            "recall": r,
+            "f1": 2 * p * r / max(1e-9, p + r),
+            "read_as_another_flower": self.as_another[k],
+        }
+
+
+def timed(fn: Callable[..., R], *args, repeat: int) -> tuple[float, R]:
     """Median seconds of ``repeat`` calls (after one warm-up) and the last result."""
     result = fn(*args)
     times = []
@@ -395,6 +511,8 @@ class PhotoCounts:
         self.finder_hits = self.finder_truth = self.finder_found = 0
         # of the tiles found (any label), how each was read, and how it would be flagged
         self.sweep = FlagSweep()
+        self.trust = ConfidenceTable()
+        self.flowers = FlowerCounts()
         self.read_right = self.read_all = self.read_flower_right = self.read_flower_all = 0
         self.our_times: list[float] = []
         self.peer_times: list[float] = []
@@ -402,7 +520,7 @@ class PhotoCounts:
     def add(self, rec: TileRecognizer, photo) -> None:
         """Run ours (and the peer) on one photo and count what each found and read."""
         img = photo.image()
-        t, preds = timed(ours_predict, rec, img, repeat=1)
+        t, (preds, shown) = timed(ours_read, rec, img, repeat=1)
         self.our_times.append(t)
         pairs = match(preds, photo.boxes, photo.labels)
         for tally in (self.ours_all, self.ours_play, self.ours_flow):
@@ -415,6 +533,7 @@ class PhotoCounts:
             if j is not None:
                 _, label, confidence = preds[i]
                 self.sweep.add(confidence, label, int(photo.labels[j]))
+                self.trust.add(confidence, shown[i], label, int(photo.labels[j]))
         silent = outside_labelled_area(preds, photo)
         self._add_labelled_area(photo, preds, pairs, anyl, pairs_any, silent)
         self._add_by_label_fit(photo, preds, pairs, anyl, pairs_any, silent)
@@ -433,6 +552,7 @@ class PhotoCounts:
         fl_truth = np.array([as_any_flower(int(t)) for t in photo.labels], np.int64)
         fl_pairs = match(fl_preds, photo.boxes, fl_truth)
         self.area_any_flower.add(fl_preds, fl_truth, fl_pairs, silent)
+        self.flowers.add(preds, photo.labels, fl_pairs, silent)
 
     def _add_by_label_fit(self, photo, preds, pairs, anyl, pairs_any, silent) -> None:
         crowded = bool(label_overlap(photo.boxes) >= CROWDED_LABELS)
@@ -480,6 +600,7 @@ class PhotoCounts:
               f"F1 {2 * fp * fr / max(1e-9, fp + fr):.3f}")  # fmt: skip
         self._report_reading(rec, figures)
         self._report_labelled_area(figures)
+        self._report_flowers(figures)
         self._report_by_label_fit(figures)
         # a label none of the photos holds or was read as has no F1 to be weakest by
         present = [t for t in self.per_label.values() if t.tp + t.fp + t.fn]
@@ -513,6 +634,18 @@ class PhotoCounts:
             for level in sorted({*FLAG_LEVELS, rec.min_confidence})
         }
         figures["reading_alone"] = {"accuracy": read_alone, "flower_accuracy": read_flowers}
+        backs = self.trust.finder_backs
+        print(
+            f"  how far the confidence of the tiles found can be trusted ({len(self.trust.right)} "
+            f"reads; temperature {rec.temperature:g}"
+            + (f"; {backs} the finder alone called face down, at its own share" if backs else "")
+            + "):"
+        )
+        print("\n".join(self.trust.lines()))
+        figures["confidence_calibration"] = {
+            "temperature": rec.temperature,
+            **self.trust.figures(),
+        }
 
     def _report_labelled_area(self, figures: dict[str, object]) -> None:
         print(
@@ -523,6 +656,26 @@ class PhotoCounts:
         for tally in tallies:
             print(tally.line())
         figures["accuracy_labelled_area"] = {t.name: t.figures() for t in tallies}
+
+    def _report_flowers(self, figures: dict[str, object]) -> None:
+        print(
+            "  each flower (labelled area), and with a flower read as another counted right "
+            "(as the score counts it):"
+        )
+        print("    flower  tiles  P      R      F1       any flower: P      R      F1    "
+              "read as another")  # fmt: skip
+        per_flower: dict[str, object] = {}
+        for k in FLOWER_LABELS:
+            plain = self.per_label[k].figures()
+            lenient = self.flowers.figures(k)
+            print(
+                f"    {label_name(k):<6}  {int(plain['tiles']):>5}  {plain['precision']:.3f}  "
+                f"{plain['recall']:.3f}  {plain['f1']:.3f}{' ' * 15}{lenient['precision']:.3f}  "
+                f"{lenient['recall']:.3f}  {lenient['f1']:.3f}  "
+                f"{lenient['read_as_another_flower']:>8}"
+            )
+            per_flower[label_name(k)] = {**plain, "any_flower": lenient}
+        figures["flowers_by_kind"] = per_flower
 
     def _report_by_label_fit(self, figures: dict[str, object]) -> None:
         by_fit: dict[str, object] = {}

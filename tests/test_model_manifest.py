@@ -69,3 +69,27 @@ def test_a_missing_or_unreadable_manifest_is_a_model_error(tmp_path):
     (tmp_path / "model.json").write_text("{not json")
     with pytest.raises(ModelError, match="is unreadable"):
         ModelManifest.read(tmp_path)
+
+
+def test_the_confidence_temperature_defaults_to_one_and_round_trips(tmp_path):
+    # a folder written before the setting reports the raw probabilities
+    (tmp_path / "model.json").write_text(json.dumps({"format": 1}))
+    assert ModelManifest.read(tmp_path).confidence_temperature == 1.0
+    ModelManifest(confidence_temperature=0.6709).write(tmp_path)
+    assert json.loads((tmp_path / "model.json").read_text())["confidence_temperature"] == 0.6709
+    assert ModelManifest.read(tmp_path).confidence_temperature == 0.6709
+    # the committed model carries its own, fitted on the validation photos
+    committed = ModelManifest.read(DEFAULT_MODEL_DIR)
+    assert committed.confidence_temperature != 1.0
+    assert (
+        committed.training["validation"]["confidence_ece_calibrated"]
+        < (committed.training["validation"]["confidence_ece_raw"])
+    )
+
+
+def test_a_confidence_temperature_that_is_no_number_is_named(tmp_path):
+    (tmp_path / "model.json").write_text(
+        json.dumps({"format": 1, "confidence_temperature": "warm"})
+    )
+    with pytest.raises(ModelError, match="confidence_temperature must be a number"):
+        ModelManifest.read(tmp_path)

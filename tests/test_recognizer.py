@@ -114,11 +114,12 @@ def test_reads_through_a_tilted_camera_with_faults(rec):
 
 def test_detections_are_complete_records(rec):
     out = _row_scene([0, 9, 18, 27], seed=4)
-    found = rec.detect(out.image)
+    found = rec.detect_with_probabilities(out.image)
     assert found
-    for d in found:
+    for d, raw in found:
         assert 0 <= d.confidence <= 1 and 0 <= d.finder_score <= 1
-        assert d.needs_confirmation == (d.confidence < rec.min_confidence)
+        sure = d.confidence if raw is None else raw[d.label]
+        assert d.needs_confirmation == (sure < rec.min_confidence)
         assert len(d.alternatives) == 3
         assert d.confidence >= max(p for _, p in d.alternatives)
         x, y, w, h = d.box
@@ -341,6 +342,9 @@ def test_bad_settings():
         ("rescale", "false", "rescale must be true or false"),
         ("refine", "no", "refine must be true or false"),
         ("back_threshold", 1.5, "back_threshold must be 0.5-1"),
+        ("confidence_temperature", "hot", "confidence_temperature must be a number"),
+        ("confidence_temperature", 0, "confidence_temperature must be 0.05-20"),
+        ("confidence_temperature", 1e9, "confidence_temperature must be 0.05-20"),
     ],
 )
 def test_bad_numbers_in_the_manifest_are_named(tmp_path, key, value, message):
@@ -723,3 +727,72 @@ def _covered(better, box) -> float:
 def test_suppression_is_the_plain_greedy_one(boxes, iou):
     arr = np.array(boxes, np.float32).reshape(-1, 4)
     assert _nms(arr, iou) == _nms_reference(arr, iou)
+
+
+# -- calibrated confidence --------------------------------------------------------------------
+
+
+def _faint_row():
+    """A washed-out, blurred row of tiles: some read sure, some not (flagged)."""
+    img = _row_scene([34, 35, 36, 37, 31, 32, 33, 0, 9, 18, 5, 27], seed=3).image
+    return cv2.GaussianBlur(cv2.addWeighted(img, 0.35, np.full_like(img, 200), 0.65, 0), (5, 5), 0)
+
+
+def _decisions(found):
+    return [(d.label, d.box, d.needs_confirmation, [k for k, _ in d.alternatives]) for d in found]
+
+
+def test_the_reported_confidence_is_the_calibrated_one(rec):
+    from vision.confidence import temper
+
+    assert rec.temperature == rec.manifest.confidence_temperature != 1.0  # the committed fit
+    found = rec.detect_with_probabilities(_faint_row())
+    read = [(d, raw) for d, raw in found if raw is not None]
+    assert read
+    for d, raw in read:
+        shown = temper(raw[None], rec.temperature)[0]
+        assert d.label == int(raw.argmax())
+        assert d.confidence == pytest.approx(float(shown[d.label]), abs=1e-6)
+        assert [p for _, p in d.alternatives] == pytest.approx(
+            [float(shown[k]) for k, _ in d.alternatives], abs=1e-6
+        )
+    assert any(abs(d.confidence - raw[d.label]) > 0.01 for d, raw in read)
+    assert [d for d, _ in found] == rec.detect(_faint_row())
+
+
+@pytest.mark.parametrize("temperature", [0.2, None, 3.0])  # None: the model's own
+def test_calibrating_moves_no_flag_reread_or_label(temperature):
+    img = _faint_row()
+    probe = TileRecognizer(threads=2, temperature=1.0)
+    read = [float(p[d.label]) for d, p in probe.detect_with_probabilities(img) if p is not None]
+    # a threshold with tiles on both sides of it, whatever the CPU's int8 arithmetic reads
+    cut = float(np.median(read))
+    raw = TileRecognizer(threads=2, temperature=1.0, min_confidence=cut)
+    calibrated = TileRecognizer(threads=2, temperature=temperature, min_confidence=cut)
+    before = raw.detect_with_probabilities(img)
+    after = calibrated.detect(img)
+    # the flags compare the raw probability with the threshold chosen on it: the same tiles
+    # are flagged (and read again, and called face down) whatever the temperature
+    assert _decisions(after) == _decisions([d for d, _ in before])
+    flagged = [d.needs_confirmation for d, _ in before]
+    assert any(flagged) and not all(flagged)
+    for d, p in before:
+        if p is not None:
+            assert d.confidence == pytest.approx(float(p[d.label]), abs=1e-6)  # raw at 1
+    # far from 1, some flagged tile reports a confidence over the threshold, or an unflagged
+    # one under it: flagged or not all the same, as before calibration
+    if temperature is not None:
+        assert any(d.needs_confirmation != (d.confidence < cut) for d in after)
+
+
+def test_a_model_without_a_calibration_reports_its_raw_probabilities(tmp_path):
+    model = _copy_model(tmp_path)
+    manifest = json.loads((model / "model.json").read_text())
+    del manifest["confidence_temperature"]
+    (model / "model.json").write_text(json.dumps(manifest))
+    old = TileRecognizer(model, threads=2)
+    assert old.temperature == 1.0
+    for d, raw in old.detect_with_probabilities(_row_scene([0, 9, 18], seed=2).image):
+        assert raw is not None and d.confidence == pytest.approx(float(raw[d.label]), abs=1e-6)
+    with pytest.raises(ModelError, match=r"confidence_temperature must be 0\.05-20"):
+        TileRecognizer(model, temperature=0.0)

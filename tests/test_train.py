@@ -650,6 +650,32 @@ def test_tuning_that_turns_the_second_look_off_leaves_no_numbers_of_it(
     assert not TileRecognizer(model).rescale
 
 
+def test_tuning_fits_the_confidence_calibration_last(tmp_path, shared_data, monkeypatch):
+    import shutil
+
+    import vision.training.train as training
+    from vision.recognizer import DEFAULT_MODEL_DIR
+    from vision.training import confidence_fit
+    from vision.training.dataset import load_photos
+
+    model = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, model)
+    manifest = json.loads((model / "model.json").read_text())
+    manifest["confidence_temperature"] = 5.0  # far from any fit: the tuning must replace it
+    (model / "model.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(training, "THRESHOLDS", (0.3,))
+    monkeypatch.setattr(training, "RESCALES", ((72.0, 56.0),))
+    monkeypatch.setattr(training, "REREADS", (0.8,))
+    monkeypatch.setattr(confidence_fit, "MIN_READS", 10)  # two photos' reads: a trial fit
+    photos = load_photos(shared_data / "real-photos", ["validation"])[:2]
+    said: list[str] = []
+    tuned = training.tune(model, photos, 1, said.append, table_frames=1)
+    assert tuned.confidence_temperature < 5.0
+    assert tuned.training["validation"]["confidence_reads"] >= 10
+    assert "confidence calibration" in said[-1]
+    assert TileRecognizer(model).temperature == tuned.confidence_temperature
+
+
 def test_the_settings_of_each_part_are_fields_of_the_configuration():
     from dataclasses import fields
 

@@ -42,6 +42,63 @@ def test_the_flag_sweep_counts_a_flower_read_as_another_as_changing_no_score():
     assert len(lines) == 3 and lines[1].split()[0] == "0.60" and "the model's" in lines[1]
 
 
+def test_the_confidence_table_sets_the_raw_beside_the_calibrated():
+    table = vision_bench.ConfidenceTable()
+    # (raw, reported, label, truth): under-confident raw reads, sharpened by the calibration;
+    # the last, a tile the finder alone called face down, has the finder's share as both
+    for raw, shown, label, truth in [
+        (0.55, 0.75, 1, 1),
+        (0.58, 0.78, 2, 2),
+        (0.65, 0.85, 3, 3),
+        (0.62, 0.81, 4, 5),
+        (0.9, 0.9, vision_bench.BACK, 6),
+    ]:
+        table.add(raw, shown, label, truth)
+    figures = table.figures()
+    assert figures["reads"] == 5 and figures["finder_backs"] == 1
+    raw_bins = figures["raw"]["bins"]
+    assert [(b["low"], b["reads"]) for b in raw_bins] == [(0.5, 2), (0.6, 2), (0.9, 1)]
+    assert raw_bins[0]["accuracy"] == 1.0 and raw_bins[1]["accuracy"] == 0.5
+    # the reads' gaps, bin by bin, weighted by their share
+    assert figures["raw"]["ece"] == pytest.approx((2 * 0.435 + 2 * 0.135 + 0.9) / 5)
+    assert figures["calibrated"]["ece"] < figures["raw"]["ece"]
+    lines = table.lines()
+    assert "raw: reads" in lines[0] and "calibrated: reads" in lines[0]
+    assert [line.split()[0] for line in lines[1:-1]] == ["0.50-0.60", "0.60-0.70", "0.70-0.80",
+                                                         "0.80-0.90", "0.90-0.95"]  # fmt: skip
+    assert lines[-1].endswith(f"raw {figures['raw']['ece']:.4f}, calibrated "
+                              f"{figures['calibrated']['ece']:.4f}")  # fmt: skip
+
+
+def test_each_flower_is_counted_plainly_and_as_any_flower():
+    one, two, three = vision_bench.FLOWER_LABELS[:3]
+    flowers = vision_bench.FlowerCounts()
+    boxes = np.array([[0, 0, 30, 40], [40, 0, 30, 40], [80, 0, 30, 40]], np.float32)
+    truth = np.array([one, two, 4])
+    # the first flower read right, the second read as the first, the 5m read as the third,
+    # and the third read again outside the labelled area (not counted)
+    preds = [
+        ((0, 0, 30, 40), one, 0.9),
+        ((40, 0, 30, 40), one, 0.8),
+        ((80, 0, 30, 40), three, 0.7),
+        ((200, 0, 30, 40), three, 0.6),
+    ]
+    any_flower = [(b, vision_bench.as_any_flower(k), c) for b, k, c in preds]
+    pairs = vision_bench.match(
+        any_flower, boxes, np.array([vision_bench.as_any_flower(int(k)) for k in truth])
+    )
+    flowers.add(preds, truth, pairs, silent=[False, False, False, True])
+    assert flowers.figures(one) == pytest.approx(
+        {"precision": 1.0, "recall": 1.0, "f1": 1.0, "read_as_another_flower": 0}
+    )
+    # the second flower was found, read as another flower: right as the score counts it
+    assert flowers.figures(two)["recall"] == 1.0
+    assert flowers.figures(two)["read_as_another_flower"] == 1
+    assert flowers.figures(three) == pytest.approx(
+        {"precision": 0.0, "recall": 0.0, "f1": 0.0, "read_as_another_flower": 0}
+    )
+
+
 def test_a_short_run_prints_and_writes_its_figures(shared_data, tmp_path, capsys):
     out = tmp_path / "figures.json"
     argv = ["--data", str(shared_data), "--limit", "3", "--frames", "1", "--repeat", "1",
@@ -57,6 +114,14 @@ def test_a_short_run_prints_and_writes_its_figures(shared_data, tmp_path, capsys
     at_model = figures["flagging_by_min_confidence"]["0.6"]
     assert at_model["silent"] == pytest.approx(figures["reading_found"]["silent"])
     assert "the same tiles flagged at other settings" in printed
+    # how far the confidence can be trusted, raw and as reported, on the same reads as the
+    # flag sweep; and each flower
+    trust = figures["confidence_calibration"]
+    assert trust["temperature"] == vision_bench.TileRecognizer().temperature
+    assert trust["reads"] == sum(b["reads"] for b in trust["calibrated"]["bins"])
+    assert 0 <= trust["calibrated"]["ece"] <= 1 and "expected calibration error" in printed
+    assert list(figures["flowers_by_kind"]) == ["1f", "2f", "3f", "4f", "5f", "6f", "7f", "8f"]
+    assert all("any_flower" in f for f in figures["flowers_by_kind"].values())
     # the weakest labels are labels the three photos hold or were read as, not labels with
     # no tiles at all (F1 0 by default)
     rec = vision_bench.TileRecognizer(threads=2)

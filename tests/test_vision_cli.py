@@ -293,7 +293,10 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     assert main(["train", "--data", str(data), "--retune", str(model), "--tune-tables", "2"]) == 0
     printed = capsys.readouterr().out
     assert "finder threshold" in printed and "second look" in printed
+    # six photos are too few reads to fit a calibration on: the model's own is kept, and said
+    assert "confidence calibration" in printed and "keeps its temperature" in printed
     manifest = json.loads((model / "model.json").read_text())
+    assert manifest["confidence_temperature"] == TileRecognizer().temperature
     validation = manifest["training"]["validation"]
     assert len(validation["tile_f1_by_threshold"]) == len(THRESHOLDS)
     assert len(validation["table_meld_accuracy_by_threshold"]) == len(THRESHOLDS)
@@ -320,6 +323,44 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     argv = ["train", "--data", str(data), "--retune", str(model), "--classifier-epochs", "40"]
     assert main([*argv, "--out", str(tmp_path / "other")]) == 2
     assert "--retune trains nothing, so --out, --classifier-epochs" in capsys.readouterr().err
+
+
+def test_calibrate_confidence_fits_the_temperature_alone(
+    tmp_path, shared_data, capsys, monkeypatch
+):
+    import shutil
+
+    from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
+    from vision.training import confidence_fit
+    from vision.training.dataset import load_photos
+
+    data = tmp_path / "data"
+    for sub in ("images", "labels"):
+        (data / "real-photos" / sub).mkdir(parents=True)
+    for p in load_photos(shared_data / "real-photos", ["validation"])[:6]:
+        label = p.path.parent.parent / "labels" / (p.path.stem + ".txt")
+        (data / "real-photos" / "images" / p.path.name).symlink_to(p.path)
+        (data / "real-photos" / "labels" / label.name).symlink_to(label)
+    model = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, model)
+    before = json.loads((model / "model.json").read_text())
+    monkeypatch.setattr(confidence_fit, "MIN_READS", 20)  # six photos' reads: a trial fit
+    argv = ["train", "--data", str(data), "--calibrate-confidence", str(model)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    after = json.loads((model / "model.json").read_text())
+    temperature = after["confidence_temperature"]
+    assert f"confidence_temperature {temperature}" in printed
+    assert after["training"]["validation"]["confidence_reads"] >= 20
+    assert TileRecognizer(model).temperature == temperature
+    # nothing else is chosen again
+    for key in ("finder_threshold", "rescale_above", "rescale_to", "reread_below"):
+        assert after[key] == before[key]
+    # options it would ignore, and two jobs at once, are refused
+    assert main([*argv, "--tune-tables", "3"]) == 2
+    assert "--calibrate-confidence trains nothing, so --tune-tables" in capsys.readouterr().err
+    assert main([*argv, "--retune", str(model)]) == 2
+    assert "each take a model: give one of them" in capsys.readouterr().err
 
 
 def _float_model(out: Path) -> Path:
@@ -375,7 +416,7 @@ def test_quantise_makes_a_models_classifier_int8_and_tunes_it_again(tmp_path, sh
 @pytest.mark.parametrize(
     ("extra", "said"),
     [
-        (["--retune", "other"], "--retune and --quantise each take a model"),
+        (["--retune", "other"], "--retune, --quantise and --calibrate-confidence each take"),
         (["--no-quantise"], "--quantise trains nothing, so --no-quantise would do nothing"),
         (["--out", "other"], "--quantise trains nothing, so --out would do nothing"),
     ],

@@ -93,12 +93,17 @@ def _register_train(subparsers: argparse._SubParsersAction) -> None:
                    "model's classifier and train only the finder")  # fmt: skip
     t.add_argument("--retune", type=Path, metavar="MODEL_DIR", help="train nothing: choose "
                    "this model's finder threshold, close-up second look and reread "
-                   "confidence again on the validation photos and write them into its "
-                   "model.json")  # fmt: skip
+                   "confidence again on the validation photos, fit its confidence calibration, "
+                   "and write them into its model.json")  # fmt: skip
     t.add_argument("--quantise", type=Path, metavar="MODEL_DIR", help="train nothing: "
                    "quantise this model's float classifier to int8 (ranges from the training "
                    "photos' tiles, checked on the validation photos'), then choose its "
                    "run-time settings again as --retune does")  # fmt: skip
+    t.add_argument("--calibrate-confidence", type=Path, metavar="MODEL_DIR", help="train "
+                   "nothing: fit this model's confidence calibration (the temperature that "
+                   "makes a read at confidence c right about c of the time) on the validation "
+                   "photos and write it into its model.json, its other settings kept (--retune "
+                   "and --quantise fit it too)")  # fmt: skip
     t.add_argument("--no-quantise", action="store_true", help="keep the trained "
                    "classifier in floating point (by default it is quantised to int8 before "
                    "tuning)")  # fmt: skip
@@ -263,16 +268,20 @@ def train_command(args: argparse.Namespace) -> int:
             f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
         )
     _check_train_numbers(args)
-    if args.retune is not None and args.quantise is not None:
-        raise ConfigError("--retune and --quantise each take a model: give one of them")
-    if args.retune is not None or args.quantise is not None:
+    given = [m for m in (args.retune, args.quantise, args.calibrate_confidence) if m is not None]
+    if len(given) > 1:
+        raise ConfigError(
+            "--retune, --quantise and --calibrate-confidence each take a model: give one of them"
+        )
+    if given:
         _check_nothing_to_train(args)
         return _retune(
-            args.retune or args.quantise,
+            given[0],
             data,
             args.threads or default_threads(),
             args.tune_tables or TUNE_TABLES_DEFAULT,
             quantise=args.quantise is not None,
+            calibrate_only=args.calibrate_confidence is not None,
         )
     if args.out is None and args.preset != "full":
         # the default is the committed model, which only the full preset reproduces
@@ -327,7 +336,13 @@ def _check_nothing_to_train(args: argparse.Namespace) -> None:
     not silently dropped, as the user may think they trained."""
     from controller.errors import ConfigError
 
-    option = "--retune" if args.retune is not None else "--quantise"
+    option = (
+        "--retune"
+        if args.retune is not None
+        else "--quantise"
+        if args.quantise is not None
+        else "--calibrate-confidence"
+    )
     ignored = [
         f"--{name.replace('_', '-')}"
         for name in (
@@ -342,6 +357,8 @@ def _check_nothing_to_train(args: argparse.Namespace) -> None:
         )
         if getattr(args, name) is not None
     ] + (["--no-quantise"] if args.no_quantise else [])
+    if option == "--calibrate-confidence" and args.tune_tables is not None:
+        ignored.append("--tune-tables")  # no setting is chosen on tables
     ignored += [
         flag
         for flag, given in (("--preset", args.preset != "full"), ("--seed", args.seed != 0))
@@ -391,10 +408,19 @@ def _preset_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
-def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bool) -> int:
+def _retune(
+    model_dir: Path,
+    data: Path,
+    threads: int,
+    tables: int,
+    quantise: bool,
+    calibrate_only: bool = False,
+) -> int:
+    """``train --retune``, ``--quantise`` or (``calibrate_only``) ``--calibrate-confidence``."""
     from controller.errors import ConfigError, ModelError
     from vision.files import check_folder_takes_files
     from vision.recognizer import HEAD_FILE, TileRecognizer
+    from vision.training.confidence_fit import calibrate_model
     from vision.training.dataset import load_photos
     from vision.training.quantise import classifier_path, is_quantised
     from vision.training.train import TrainConfig, quantise_model, tune
@@ -413,6 +439,12 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
     def log(msg: str) -> None:
         print(msg, flush=True)
 
+    if calibrate_only:
+        manifest = calibrate_model(model_dir, photos, threads, log)
+        print(
+            f"{model_dir / 'model.json'}: confidence_temperature {manifest.confidence_temperature}"
+        )
+        return ExitCode.OK
     if quantise:
         already = f"the classifier of {model_dir} is quantised already"
         if is_quantised(classifier_path(model_dir)):
@@ -427,7 +459,14 @@ def _retune(model_dir: Path, data: Path, threads: int, tables: int, quantise: bo
         if quantise_model(model_dir, train_photos, photos, cfg, keep_float=False) is None:
             raise ModelError(f"{already} (to choose its settings again, use --retune)")
     manifest = tune(model_dir, photos, threads, log, tables)
-    keys = ("finder_threshold", "rescale", "rescale_above", "rescale_to", "reread_below")
+    keys = (
+        "finder_threshold",
+        "rescale",
+        "rescale_above",
+        "rescale_to",
+        "reread_below",
+        "confidence_temperature",
+    )
     layout = manifest.to_json()
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {layout.get(k)}" for k in keys))
     return ExitCode.OK

@@ -42,6 +42,7 @@ _NUMBERS = (
     "rescale_above",
     "rescale_to",
     "reread_below",
+    "confidence_temperature",
 )
 _WHOLE = ("stride", "crop_size")
 _POSITIVE = ("stride", "crop_size", "crop_margin")
@@ -88,6 +89,11 @@ class ModelManifest:
     """The confidence under which a tile is read again turned (0: every tile read once)."""
     refine: bool = True
     """Whether the classifier's boxes replace the finder's (written only when false)."""
+    confidence_temperature: float = 1.0
+    """The temperature the classifier's probabilities are tempered by before they are
+    reported (:mod:`vision.confidence`), fitted on the validation photos so that a read at
+    confidence c is right about c of the time; 1 (models before the setting) reports them raw.
+    The thresholds above compare the raw probability whatever it is."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys of the file this program does not know, kept as they are (written last)."""
 
@@ -183,6 +189,7 @@ class ModelManifest:
             out["rescale_above"] = self.rescale_above
             out["rescale_to"] = self.rescale_to
         out["reread_below"] = self.reread_below
+        out["confidence_temperature"] = self.confidence_temperature
         if not self.refine:
             out["refine"] = False
         out.update((k, v) for k, v in self.extra.items() if k not in out)

@@ -10,7 +10,9 @@ Two small ONNX models run with onnxruntime (no PyTorch needed):
 A tile whose best probability is under ``min_confidence`` is still reported, with
 ``needs_confirmation`` set and its runner-up labels, for the players to confirm, never
 dropped or replaced by a guess. (A tile can still be read wrong and sure: docs/vision.md gives
-how often, by ``min_confidence``.)
+how often, by ``min_confidence``.) The confidence a tile reports is calibrated (the model's
+``confidence_temperature``, :mod:`vision.confidence`): a read at 0.9 is right about nine
+times in ten; ``min_confidence`` and ``reread_below`` compare the raw probability.
 
 >>> rec = TileRecognizer()                                  # the committed model
 >>> found = rec.detect(cv2.imread("photo.jpg"))              # doctest: +SKIP
@@ -35,6 +37,7 @@ import numpy as np
 from controller.errors import ModelError, VisionError
 from vision import model_manifest
 from vision.camera import as_bgr as _as_bgr
+from vision.confidence import TEMPERATURE_RANGE, temper
 from vision.detection import Box, TileDetection, box_intersections, is_box, reading_order
 from vision.labels import BACK, NUM_LABELS
 from vision.model_manifest import ModelManifest
@@ -173,7 +176,9 @@ class TileRecognizer:
     tile needs to be reported at all; ``input_size`` the longer side, in pixels, the finder
     sees the picture at; ``threads`` the CPU threads onnxruntime may use; ``refine`` whether
     the classifier's boxes replace the finder's (default: the manifest's ``refine``, true;
-    always false for a model without that output).
+    always false for a model without that output); ``temperature`` the one the reported
+    probabilities are tempered by (default: the manifest's ``confidence_temperature``, see
+    :mod:`vision.confidence`).
 
     Raises :class:`~controller.errors.ModelError` when the model is missing, corrupt or of
     the wrong shape.
@@ -190,6 +195,7 @@ class TileRecognizer:
         input_size: int | None = None,
         threads: int | None = None,
         refine: bool | None = None,
+        temperature: float | None = None,
     ) -> None:
         # a folder written in code as "~/my-tiles" is the user's, as it is in the shell
         self.model_dir = (
@@ -213,6 +219,9 @@ class TileRecognizer:
         self.rescale_to = manifest.rescale_to
         # 0 (the default for models before the setting) reads every tile once
         self.reread_below = manifest.reread_below
+        self.temperature = (
+            float(temperature) if temperature is not None else manifest.confidence_temperature
+        )
         self._check_settings()
         threads = threads or max(1, min(4, os.cpu_count() or 1))
         self._finder = self._session(manifest.finder, threads)
@@ -250,6 +259,11 @@ class TileRecognizer:
             raise ModelError(
                 f"{self.model_dir / 'model.json'}: reread_below must be 0-1, "
                 f"not {self.reread_below}"
+            )
+        low, high = TEMPERATURE_RANGE
+        if not low <= self.temperature <= high:
+            raise ModelError(
+                f"confidence_temperature must be {low:g}-{high:g}, not {self.temperature}"
             )
         if not 8.0 <= self.rescale_to <= self.rescale_above:
             raise ModelError(
@@ -405,7 +419,9 @@ class TileRecognizer:
         return [f for f in found if f[0][0] + f[0][2] / 2 < w and f[0][1] + f[0][3] / 2 < h]
 
     def classify(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
-        """Label probabilities (N x 43) for tiles at ``boxes`` in a picture."""
+        """Label probabilities (N x 43) for tiles at ``boxes`` in a picture: the raw ones,
+        before the confidence calibration (:func:`vision.confidence.temper` makes them the
+        reported ones)."""
         return self._read(_picture(image), _box_list(boxes), place=False)[0]
 
     def _read(
@@ -489,15 +505,29 @@ class TileRecognizer:
     def detect(self, image: np.ndarray) -> list[TileDetection]:
         """Every tile found in a BGR picture, classified, in reading order (top to bottom,
         left to right). :class:`~controller.errors.CameraError` for a picture that is not
-        one (None, empty, wrong type or shape)."""
+        one (None, empty, wrong type or shape).
+
+        A read tile's ``confidence`` and ``alternatives`` are calibrated (tempered by
+        :attr:`temperature`); whether it ``needs_confirmation`` is decided on the raw
+        probability, as ``min_confidence`` was chosen."""
+        return [tile for tile, _ in self.detect_with_probabilities(image)]
+
+    def detect_with_probabilities(
+        self, image: np.ndarray
+    ) -> list[tuple[TileDetection, np.ndarray | None]]:
+        """:meth:`detect`'s tiles, each with the classifier's raw probabilities of the 43
+        labels (before calibration: what the thresholds compare and a calibration is fitted
+        on), or None for a tile the finder alone called face down."""
         img = _picture(image)
         found = self.find(img)
         # a tile the finder is sure lies face down needs no reading (walls, concealed kongs)
         to_read = [i for i, f in enumerate(found) if f[3] < self.back_threshold]
         probs, placed = self._read(img, [found[i][0] for i in to_read])
+        # tempering keeps each tile's order of labels: ranked once, on the raw probabilities
+        shown = temper(probs, self.temperature)
         # each read tile's four likeliest labels, all tiles at once
         ranked = np.argsort(-probs, axis=1)[:, :4] if len(probs) else np.zeros((0, 4), int)
-        read = {i: (probs[k], ranked[k].tolist()) for k, i in enumerate(to_read)}
+        read = {i: (probs[k], shown[k], ranked[k].tolist()) for k, i in enumerate(to_read)}
         boxes = [f[0] for f in found]
         for i, box in zip(to_read, placed, strict=True):
             boxes[i] = box
@@ -508,6 +538,7 @@ class TileRecognizer:
         else:
             keep = set(range(len(found)))
         out = []
+        raw: dict[int, np.ndarray | None] = {}
         for i, (_, score, angle, down) in enumerate(found):
             if i not in keep:
                 continue
@@ -515,25 +546,30 @@ class TileRecognizer:
             quad, sideways = quad_of(box, angle)
             r = read.get(i)
             alternatives: tuple[tuple[int, float], ...]
+            p: np.ndarray | None = None
             if r is None:
                 best, confidence, alternatives = BACK, down, ()
+                sure = down
             else:
-                p, order = r
-                best, confidence = order[0], float(p[order[0]])
-                alternatives = tuple((k, float(p[k])) for k in order[1:])
-            out.append(
-                TileDetection(
-                    label=best,
-                    confidence=confidence,
-                    box=box,
-                    quad=quad,
-                    sideways=sideways,
-                    needs_confirmation=not confidence >= self.min_confidence,
-                    alternatives=alternatives,
-                    finder_score=score,
-                )
+                p, q, order = r
+                best, confidence = order[0], float(q[order[0]])
+                alternatives = tuple((k, float(q[k])) for k in order[1:])
+                # the threshold was chosen on raw probabilities: compared with one, no flag
+                # moves when the calibration does
+                sure = float(p[order[0]])
+            tile = TileDetection(
+                label=best,
+                confidence=confidence,
+                box=box,
+                quad=quad,
+                sideways=sideways,
+                needs_confirmation=not sure >= self.min_confidence,
+                alternatives=alternatives,
+                finder_score=score,
             )
-        return _reading_order(out)
+            out.append(tile)
+            raw[id(tile)] = p
+        return [(tile, raw[id(tile)]) for tile in _reading_order(out)]
 
 
 def square_crop(img: np.ndarray, box: Box, size: int, margin: float) -> np.ndarray:

@@ -1246,7 +1246,9 @@ def tune(
     turned (of :data:`REREADS`), each the one of best tile-level F1 (right box and right
     label; detections outside a photo's labelled area not counted, see
     :func:`vision.training.dataset.labelled_area`), the model run as the recogniser runs it. The F1
-    of each setting tried goes into ``training.validation``. Without validation photos the
+    of each setting tried goes into ``training.validation``. Last, with the settings chosen,
+    the confidence calibration is fitted on the same photos
+    (:func:`vision.training.confidence_fit.calibrate`). Without validation photos the
     threshold is 0.4 and the second look the recogniser's default. Returns the manifest.
 
     The threshold must also serve the table itself: each is run on ``table_frames`` rendered
@@ -1257,9 +1259,12 @@ def tune(
     100 % at 0.35.) Table frames never take the close-up second look, so it is chosen on the
     photos alone."""
     from vision.recognizer import TileRecognizer
+    from vision.training.confidence_fit import calibrate
 
-    # one recogniser, its settings changed between runs: the models load once
-    rec = TileRecognizer(model_dir, threads=threads)
+    # one recogniser, its settings changed between runs: the models load once; its raw
+    # probabilities reported, as the settings compare them (a detection's confidence orders
+    # the matching that scores it)
+    rec = TileRecognizer(model_dir, threads=threads, temperature=1.0)
     manifest = rec.manifest
     if not val_photos:
         manifest = replace(manifest, finder_threshold=0.4)
@@ -1277,6 +1282,12 @@ def tune(
     )
     if rescale is not None:
         manifest = replace(manifest, rescale_above=rescale[0], rescale_to=rescale[1])
+    # fitted last: the probabilities it calibrates are the ones the chosen settings give
+    temperature, calibration = calibrate(
+        trials.set_up(threshold, rescale, reread), val_photos, trials.images, log
+    )
+    if temperature is not None:
+        manifest = replace(manifest, confidence_temperature=temperature)
     validation = {
         **manifest.training.get("validation", {}),
         "tile_f1": by_u[reread][0],
@@ -1286,6 +1297,7 @@ def tune(
         "tile_f1_by_rescale": {k: v[0] for k, v in by_r.items()},
         "tile_f1_by_reread": {str(u): v[0] for u, v in by_u.items()},
         "table_meld_accuracy_by_reread": {str(u): v for u, v in table_u.items()},
+        **calibration,
     }
     manifest = manifest.with_training(validation=validation)
     manifest.write(model_dir)
