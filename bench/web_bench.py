@@ -140,7 +140,70 @@ def match_delays(
 # -- the table and the server (this process) ----------------------------------------------------
 
 
+def _free_port() -> int:
+    """A port on this machine that nothing listens on now, for the dashboard."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def _start_pages(port: int, pages: int, out: Path) -> subprocess.Popen[str]:
+    """The pages' own process (:func:`read_pages`), so that reading the feeds takes none of
+    the server's time."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.web_bench", "--read-pages", str(port), str(pages), str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+class _PeakRss:
+    """This process's resident memory, sampled every quarter second on a thread of its own
+    from now until :meth:`stop`: the peak while the table plays."""
+
+    def __init__(self) -> None:
+        self.first = rss_mb()
+        self._samples = [self.first]
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(0.25):
+            self._samples.append(rss_mb())
+
+    def stop(self) -> float:
+        """Stop sampling; the peak, in MB."""
+        self._done.set()
+        self._thread.join()
+        return max(self._samples)
+
+
+def _delay_figures(delays: list[float]) -> dict[str, float | None]:
+    """The event delays' p50, p95 and max, in ms (none where no event arrived)."""
+    return {
+        "p50": round(percentile(delays, 0.50), 2) if delays else None,
+        "p95": round(percentile(delays, 0.95), 2) if delays else None,
+        "max": round(max(delays), 2) if delays else None,
+    }
+
+
+def _rss_figures(before: float, pages_open: float, peak: float) -> dict[str, float]:
+    """The server's memory before the pages opened, with them open and at its peak while the
+    table played, in MB."""
+    return {
+        "before_pages": round(before, 1),
+        "pages_open": round(pages_open, 1),
+        "peak_playing": round(peak, 1),
+        "added_by_pages": round(pages_open - before, 1),
+    }
+
+
 def run(pages: int, hands: int, seed: int, speed: float) -> dict[str, Any]:
+    """Play ``hands`` hands on the simulated table with ``pages`` pages reading its feed;
+    the figures :func:`main` prints."""
     from controller.table.events import Event
     from hardware_sim.table_sim import TableSim
     from webui.server import start_dashboard
@@ -152,9 +215,7 @@ def run(pages: int, hands: int, seed: int, speed: float) -> dict[str, Any]:
         if recording.is_set():
             emitted.append((time.time(), e.type, canonical(e.to_json())))
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _free_port()
     work = Path(tempfile.mkdtemp(prefix="web-bench-"))
     sim = TableSim(seed=seed, db=work / "table.db", pace=speed, on_event=on_event)
     sim.start()
@@ -163,34 +224,19 @@ def run(pages: int, hands: int, seed: int, speed: float) -> dict[str, Any]:
     )
     rss_before = rss_mb()
     out = work / "pages.json"
-    reader = subprocess.Popen(
-        [sys.executable, "-m", "bench.web_bench", "--read-pages", str(port), str(pages), str(out)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    reader = _start_pages(port, pages, out)
     try:
         assert reader.stdout is not None and reader.stdin is not None
         if reader.stdout.readline().strip() != "ready":
             raise SystemExit("the pages did not open")
-        rss_open = rss_mb()
-        peak = [rss_open]
-        done = threading.Event()
-
-        def sample() -> None:
-            while not done.wait(0.25):
-                peak.append(rss_mb())
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        rss = _PeakRss()
         recording.set()
         started = time.perf_counter()
         reports = list(sim.play(hands))
         took = time.perf_counter() - started
         recording.clear()
         time.sleep(1.0)  # the last frames reach the pages
-        done.set()
-        sampler.join()
+        peak = rss.stop()
         threads = threading.active_count()
         reader.stdin.close()
         reader.wait(60)
@@ -210,18 +256,9 @@ def run(pages: int, hands: int, seed: int, speed: float) -> dict[str, Any]:
         "events": len(emitted),
         "events_by_type": dict(Counter(kind for _, kind, _ in emitted).most_common()),
         "frames_per_page": round(sum(len(f) for f in received) / max(1, len(received)), 1),
-        "delay_ms": {
-            "p50": round(percentile(delays, 0.50), 2) if delays else None,
-            "p95": round(percentile(delays, 0.95), 2) if delays else None,
-            "max": round(max(delays), 2) if delays else None,
-        },
+        "delay_ms": _delay_figures(delays),
         "missed": missed,
-        "rss_mb": {
-            "before_pages": round(rss_before, 1),
-            "pages_open": round(rss_open, 1),
-            "peak_playing": round(max(peak), 1),
-            "added_by_pages": round(rss_open - rss_before, 1),
-        },
+        "rss_mb": _rss_figures(rss_before, rss.first, peak),
         "threads": threads,
     }
 

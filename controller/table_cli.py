@@ -26,9 +26,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.exit_codes import ExitCode
+
+if TYPE_CHECKING:  # only for annotations: the commands import these when they run
+    from controller.table.ledger import HandRecord, SessionRecord
 
 LOG_NAME = "events.sqlite"
 MIN_FREE_MB = 100
@@ -95,8 +98,9 @@ def _money(x: Any) -> str:
 
 
 def history_command(args: argparse.Namespace) -> int:
+    """Print the log's sessions, as text or JSON, or write one as a spreadsheet."""
     from controller.config import load_config
-    from controller.table.ledger import build_ledger, export_csv, export_json, settle_up
+    from controller.table.ledger import build_ledger, export_json
     from controller.table.store import EventLogReader
 
     cfg = load_config(args.config)
@@ -121,55 +125,67 @@ def history_command(args: argparse.Namespace) -> int:
             print(f"mahjong-table history: no session {args.session} in {path}", file=sys.stderr)
             return ExitCode.INPUT
     if args.csv is not None:
-        if len(sessions) != 1:
-            print(
-                "mahjong-table history: --csv writes one session: add --session N", file=sys.stderr
-            )
-            return ExitCode.INPUT
-        try:
-            args.csv.write_text(export_csv(sessions[0]), encoding="utf-8-sig")
-        except OSError as exc:
-            print(
-                f"mahjong-table history: cannot write {args.csv}: {exc.strerror}", file=sys.stderr
-            )
-            return ExitCode.HARDWARE
-        print(f"session {sessions[0].number}: {len(sessions[0].hands)} hands written to {args.csv}")
-        return ExitCode.OK
+        return _write_csv(sessions, args.csv)
     if args.json:
         print(json.dumps([export_json(s) for s in sessions], ensure_ascii=False, indent=1))
         return ExitCode.OK
     if not sessions:
         print("no sessions yet")
     for s in sessions:
-        names = s.seat_names
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.started))
-        print(
-            f"session {s.number} ({when}): {s.profile}, stake {s.stake}; "
-            + ", ".join(f"{i} {n}" for i, n in enumerate(names))
-        )
-        for h in s.hands:
-            dealer = names[h.dealer] if h.dealer < len(names) else str(h.dealer)
-            line = f"  hand {h.number:3d}  dealer {dealer}"
-            line += f"  {h.outcome}"
-            st = h.settlement or {}
-            if h.payments is not None:
-                kind = st.get("hand")
-                if isinstance(kind, list):
-                    kind = " / ".join(str(k) for k in kind)
-                line += f"  {kind or ''}  " + "  ".join(
-                    f"{'+' if x > 0 else ''}{_money(x)}" for x in h.payments
-                )
-            if h.corrected:
-                line += f"  (corrected: {', '.join(h.corrected)})"
-            print(line)
-        totals = s.totals
-        print(
-            "  totals: "
-            + "  ".join(f"{n} {_money(x)}" for n, x in zip(names, totals, strict=False))
-        )
-        for a, b, x in settle_up(totals):
-            print(f"    {names[a]} pays {names[b]} {_money(x)}")
+        _print_session(s)
     return ExitCode.OK
+
+
+def _write_csv(sessions: list[SessionRecord], path: Path) -> int:
+    """``history --csv``: the one session asked for, written as a spreadsheet."""
+    from controller.table.ledger import export_csv
+
+    if len(sessions) != 1:
+        print("mahjong-table history: --csv writes one session: add --session N", file=sys.stderr)
+        return ExitCode.INPUT
+    try:
+        path.write_text(export_csv(sessions[0]), encoding="utf-8-sig")
+    except OSError as exc:
+        print(f"mahjong-table history: cannot write {path}: {exc.strerror}", file=sys.stderr)
+        return ExitCode.HARDWARE
+    print(f"session {sessions[0].number}: {len(sessions[0].hands)} hands written to {path}")
+    return ExitCode.OK
+
+
+def _print_session(s: SessionRecord) -> None:
+    """One session as text: its heading, a line a hand, its totals and who pays whom."""
+    from controller.table.ledger import settle_up
+
+    names = s.seat_names
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.started))
+    print(
+        f"session {s.number} ({when}): {s.profile}, stake {s.stake}; "
+        + ", ".join(f"{i} {n}" for i, n in enumerate(names))
+    )
+    for h in s.hands:
+        print(_hand_line(h, names))
+    totals = s.totals
+    print("  totals: " + "  ".join(f"{n} {_money(x)}" for n, x in zip(names, totals, strict=False)))
+    for a, b, x in settle_up(totals):
+        print(f"    {names[a]} pays {names[b]} {_money(x)}")
+
+
+def _hand_line(h: HandRecord, names: list[str]) -> str:
+    """One hand of a session: its dealer, outcome, hand and payments, and what was corrected."""
+    dealer = names[h.dealer] if h.dealer < len(names) else str(h.dealer)
+    line = f"  hand {h.number:3d}  dealer {dealer}"
+    line += f"  {h.outcome}"
+    st = h.settlement or {}
+    if h.payments is not None:
+        kind = st.get("hand")
+        if isinstance(kind, list):
+            kind = " / ".join(str(k) for k in kind)
+        line += f"  {kind or ''}  " + "  ".join(
+            f"{'+' if x > 0 else ''}{_money(x)}" for x in h.payments
+        )
+    if h.corrected:
+        line += f"  (corrected: {', '.join(h.corrected)})"
+    return line
 
 
 # -- run ---------------------------------------------------------------------------------------
@@ -187,12 +203,13 @@ def _check_port(url: str) -> None:
 
 
 def _session_args(cfg: Any) -> dict[str, Any]:
+    from controller.table.ledger import amount_json
+
     t = cfg.table
     dealer = random.randrange(4) if t.dealer == "random" else int(t.dealer)
-    stake = t.stake
     return {
         "profile": t.profile,
-        "stake": stake.numerator if stake.denominator == 1 else str(stake),
+        "stake": amount_json(t.stake),
         "seats": list(t.seats),
         "dealer": dealer,
     }

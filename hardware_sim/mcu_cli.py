@@ -26,21 +26,23 @@ class FaultsFileError(ValueError):
     pass
 
 
-def _probability(text: str) -> float:
+def _number(text: str) -> float:
+    """An option's value as a number, or the error argparse shows for it."""
     try:
-        v = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _probability(text: str) -> float:
+    v = _number(text)
     if not 0.0 <= v <= 1.0:
         raise argparse.ArgumentTypeError(f"{v} is not a probability between 0 and 1")
     return v
 
 
 def _positive(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    v = _number(text)
     if not (math.isfinite(v) and v > 0):  # nan would make every duration nan: no jam fires
         raise argparse.ArgumentTypeError("must be a number above 0")
     return v

@@ -53,6 +53,23 @@ class ControlError(ValueError):
     """A control command that cannot be carried out."""
 
 
+def _number(cmd: str, args: list[str], i: int, default: float | None = None) -> float:
+    """Command ``cmd``'s ``i``-th argument as a finite number (``default`` where it has none,
+    if that is not None)."""
+    if len(args) <= i:
+        if default is None:
+            raise ControlError(f"{cmd} needs a number")
+        return default
+    try:
+        value = float(args[i])
+    except ValueError:
+        raise ControlError(f"{cmd}: {args[i]!r} is not a number") from None
+    # inf and nan parse, but int(inf) overflows and nan slips past every range check
+    if not math.isfinite(value):
+        raise ControlError(f"{cmd}: {args[i]!r} is not a finite number")
+    return value
+
+
 class McuServer:
     """Runs one simulated MCU behind a pty (and a TCP port if asked).
 
@@ -203,31 +220,9 @@ class McuServer:
             return {}
         cmd, args = words[0].lower(), words[1:]
         now = self.clock()
-        mcu, line = self.mcu, self.line
-
-        def number(i: int, default: float | None = None) -> float:
-            if len(args) <= i:
-                if default is None:
-                    raise ControlError(f"{cmd} needs a number")
-                return default
-            try:
-                value = float(args[i])
-            except ValueError:
-                raise ControlError(f"{cmd}: {args[i]!r} is not a number") from None
-            # inf and nan parse, but int(inf) overflows and nan slips past every range check
-            if not math.isfinite(value):
-                raise ControlError(f"{cmd}: {args[i]!r} is not a finite number")
-            return value
-
+        mcu = self.mcu
         if cmd == "fault":
-            if not args:
-                raise ControlError("fault needs a name: jam, tiles-short, stall")
-            name = args[0].replace("-", "_")
-            try:
-                mcu.inject(name, int(number(1)) if len(args) > 1 else None)
-            except ValueError as exc:
-                raise ControlError(str(exc)) from None
-            return {"armed": name}
+            return self._arm_fault(args)
         if cmd == "lid":
             if args not in (["open"], ["close"]):
                 raise ControlError("lid open | lid close")
@@ -237,31 +232,16 @@ class McuServer:
             mcu.boot(now, reason=2)
             return {"boot_id": mcu.boot_id}
         if cmd == "unplug":
-            seconds = number(0, 0.0)
+            seconds = _number(cmd, args, 0, 0.0)
             self.unplug(now, seconds)
             return {"replug_in": seconds or None}
         if cmd == "replug":
             self.replug()
             return self.ports()
         if cmd in ("corrupt", "drop", "duplicate", "delay"):
-            rate = number(0)
-            delay_ms = number(1) if cmd == "delay" and len(args) > 1 else line.delay_ms
-            old, old_ms = getattr(line, cmd), line.delay_ms
-            setattr(line, cmd, rate)
-            line.delay_ms = delay_ms
-            try:
-                line.validate()
-            except ValueError as exc:  # a refused command changes nothing: restore both
-                setattr(line, cmd, old)
-                line.delay_ms = old_ms
-                raise ControlError(str(exc)) from None
-            return {cmd: rate}
+            return self._spoil_line(cmd, args)
         if cmd == "garbage":
-            n = number(0)
-            if n != int(n) or not 0 <= n <= 1 << 20:
-                raise ControlError(f"garbage: a whole number of bytes, 0-{1 << 20}, not {args[0]}")
-            self.write(os.urandom(int(n)))
-            return {"written": int(n)}
+            return self._write_garbage(args)
         if cmd in ("stats", "status"):
             return self.snapshot()
         if cmd in ("quit", "exit"):
@@ -270,6 +250,42 @@ class McuServer:
         if cmd == "help":
             return {"help": HELP}
         raise ControlError(f"unknown command {cmd!r}; type 'help'")
+
+    def _arm_fault(self, args: list[str]) -> dict[str, Any]:
+        """``fault NAME [N]``: arm one of the MCU's faults."""
+        if not args:
+            raise ControlError("fault needs a name: jam, tiles-short, stall")
+        name = args[0].replace("-", "_")
+        try:
+            self.mcu.inject(name, int(_number("fault", args, 1)) if len(args) > 1 else None)
+        except ValueError as exc:
+            raise ControlError(str(exc)) from None
+        return {"armed": name}
+
+    def _spoil_line(self, cmd: str, args: list[str]) -> dict[str, Any]:
+        """``corrupt|drop|duplicate RATE``, ``delay RATE [MS]``: set how the line spoils
+        what it carries."""
+        line = self.line
+        rate = _number(cmd, args, 0)
+        delay_ms = _number(cmd, args, 1) if cmd == "delay" and len(args) > 1 else line.delay_ms
+        old, old_ms = getattr(line, cmd), line.delay_ms
+        setattr(line, cmd, rate)
+        line.delay_ms = delay_ms
+        try:
+            line.validate()
+        except ValueError as exc:  # a refused command changes nothing: restore both
+            setattr(line, cmd, old)
+            line.delay_ms = old_ms
+            raise ControlError(str(exc)) from None
+        return {cmd: rate}
+
+    def _write_garbage(self, args: list[str]) -> dict[str, Any]:
+        """``garbage N``: write N random bytes to the line."""
+        n = _number("garbage", args, 0)
+        if n != int(n) or not 0 <= n <= 1 << 20:
+            raise ControlError(f"garbage: a whole number of bytes, 0-{1 << 20}, not {args[0]}")
+        self.write(os.urandom(int(n)))
+        return {"written": int(n)}
 
     def snapshot(self) -> dict[str, Any]:
         return {

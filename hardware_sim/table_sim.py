@@ -81,7 +81,6 @@ ARM_FRAMES = 2
 POND_SHOWN = 72
 """The most discards the scene lays inside the walls; past it the oldest are out of sight
 (swept into a heap at the wall's foot on a real table)."""
-"""Frames an arm is seen reaching in before what it lays shows."""
 
 
 FAULTS = ("jam", "lid", "reset", "unplug", "camera", "misread")
@@ -233,20 +232,10 @@ class TableSim:
         self.on_input = on_input
         self.recognizer = recognizer
         self.mcu_options = dict(mcu_options or {})
-        if pace < 0:
-            raise SimError(f"the pace is 0 (flat out) or simulated seconds per second, not {pace}")
+        _check_options(pace, faults, fault_rate, confirm)
         self.pace = pace
-        unknown = set(faults) - set(FAULTS)
-        if unknown:
-            raise SimError(f"unknown faults {sorted(unknown)}: the simulator injects {FAULTS}")
-        if not 0.0 <= fault_rate <= 1.0:
-            raise SimError(f"the fault rate is a probability, not {fault_rate}")
         self.faults = tuple(faults)
         self.fault_rate = fault_rate
-        if confirm not in ("players", "dashboard"):
-            raise SimError(
-                f'settlements are confirmed by "players" or "dashboard", not {confirm!r}'
-            )
         self.confirm = confirm
         self._fault: str | None = None
         self._camera_back: float | None = None
@@ -274,78 +263,104 @@ class TableSim:
     def start(self) -> TableSim:
         """Start the simulated MCU, the panel, the camera and the controller; begin a
         session unless the log holds one (then the table resumes where it was)."""
-        from gpiozero.pins.mock import MockFactory
-
-        from firmware_bridge.seat_panel import SeatPanel
-        from firmware_bridge.table_device import TableDevice
-        from hardware_sim.camera import SimCamera
-        from hardware_sim.mcu_process import SimMcuProcess
-        from vision.calibration import calibrate_from_markers
-        from vision.pipeline import TablePipeline
-
         try:
             tmp = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="table-sim-")))
-            options: dict[str, Any] = {
-                "speed": self.mcu_speed,
-                "seed": self.seed,
-                "link": str(tmp / "mcu"),
-            }
-            options.update(self.mcu_options)
-            self.mcu = SimMcuProcess(**options)
-            self._stack.callback(self.mcu.close)
-            self.device = TableDevice(self.mcu.port)
-            self._stack.callback(self.device.close)
-            self.device.wait_ready(timeout=20.0)
-
-            self.factory = MockFactory()
-            self._stack.callback(self.factory.reset)
-            self.panel_config: SeatPanelConfig = parse_seat_panel(SIM_PANEL)
-            self.panel = SeatPanel(
-                self.panel_config, pin_factory=self.factory, clock=self.clock, poll_interval=None
-            )
-            self._stack.callback(self.panel.close)
-            self.presser = PanelSim(
-                self.panel_config, self.factory, self.clock, on_tick=self.panel.poll
-            )
-
-            self.camera = SimCamera(seed=self.seed)
-            self._stack.callback(self.camera.close)
-            calibration = calibrate_from_markers(self.camera.read().image)
-            self.pipeline = TablePipeline(calibration, self.recognizer)
-
-            self.log = EventLog(self.db)
-            self._stack.callback(self.log.close)
-            # the simulated clock runs ahead of the real one: a table restarted on its log
-            # goes on from the log's last moment, never back in time
-            last = self.log.last_seq()
-            for _, e in self.log.events(after=max(0, last - 1)):
-                if e.time >= self.clock():
-                    self.clock.advance(e.time - self.clock() + 1.0)
-            self.feed = CameraFeed(self.pipeline, self._put, self.clock)
-            runtime = TableRuntime(
-                self.log,
-                device=self.device,
-                clock=self.clock,
-                on_hand_start=self.feed.reset,
-                on_input=self.on_input,
-            )
-            self.runtime = runtime
-            runtime.subscribe(self._seen)
-            if self.on_event is not None:
-                runtime.subscribe(self.on_event)
-            self._stack.callback(device_events(self.device, runtime.put, self.clock))
-            self._stack.callback(panel_events(self.panel, runtime.put, self.clock))
-            runtime.start()
-            self._stack.callback(runtime.stop)
+            self._start_mcu(tmp)
+            self._start_panel()
+            self._start_camera()
+            runtime = self._start_controller()
         except BaseException:
             self._stack.close()
             raise
+        self._begin_session(runtime)
+        return self
+
+    def _start_mcu(self, tmp: Path) -> None:
+        """The simulated MCU in its own process, its link in ``tmp``, and the device on it."""
+        from firmware_bridge.table_device import TableDevice
+        from hardware_sim.mcu_process import SimMcuProcess
+
+        options: dict[str, Any] = {
+            "speed": self.mcu_speed,
+            "seed": self.seed,
+            "link": str(tmp / "mcu"),
+        }
+        options.update(self.mcu_options)
+        self.mcu = SimMcuProcess(**options)
+        self._stack.callback(self.mcu.close)
+        self.device = TableDevice(self.mcu.port)
+        self._stack.callback(self.device.close)
+        self.device.wait_ready(timeout=20.0)
+
+    def _start_panel(self) -> None:
+        """The seat panel on mock pins, and the bots' hands on its buttons."""
+        from gpiozero.pins.mock import MockFactory
+
+        from firmware_bridge.seat_panel import SeatPanel
+
+        self.factory = MockFactory()
+        self._stack.callback(self.factory.reset)
+        self.panel_config: SeatPanelConfig = parse_seat_panel(SIM_PANEL)
+        self.panel = SeatPanel(
+            self.panel_config, pin_factory=self.factory, clock=self.clock, poll_interval=None
+        )
+        self._stack.callback(self.panel.close)
+        self.presser = PanelSim(
+            self.panel_config, self.factory, self.clock, on_tick=self.panel.poll
+        )
+
+    def _start_camera(self) -> None:
+        """The rendered camera, and the vision pipeline calibrated on its first frame."""
+        from hardware_sim.camera import SimCamera
+        from vision.calibration import calibrate_from_markers
+        from vision.pipeline import TablePipeline
+
+        self.camera = SimCamera(seed=self.seed)
+        self._stack.callback(self.camera.close)
+        calibration = calibrate_from_markers(self.camera.read().image)
+        self.pipeline = TablePipeline(calibration, self.recognizer)
+
+    def _start_controller(self) -> TableRuntime:
+        """The event log and the controller on it, fed by the device, the panel and the
+        camera."""
+        self.log = EventLog(self.db)
+        self._stack.callback(self.log.close)
+        self._catch_up_with_log()
+        self.feed = CameraFeed(self.pipeline, self._put, self.clock)
+        runtime = TableRuntime(
+            self.log,
+            device=self.device,
+            clock=self.clock,
+            on_hand_start=self.feed.reset,
+            on_input=self.on_input,
+        )
+        self.runtime = runtime
+        runtime.subscribe(self._seen)
+        if self.on_event is not None:
+            runtime.subscribe(self.on_event)
+        self._stack.callback(device_events(self.device, runtime.put, self.clock))
+        self._stack.callback(panel_events(self.panel, runtime.put, self.clock))
+        runtime.start()
+        self._stack.callback(runtime.stop)
+        return runtime
+
+    def _catch_up_with_log(self) -> None:
+        """Move the simulated clock past the log's last moment."""
+        # the simulated clock runs ahead of the real one: a table restarted on its log
+        # goes on from the log's last moment, never back in time
+        last = self.log.last_seq()
+        for _, e in self.log.events(after=max(0, last - 1)):
+            if e.time >= self.clock():
+                self.clock.advance(e.time - self.clock() + 1.0)
+
+    def _begin_session(self, runtime: TableRuntime) -> None:
+        """Begin a session unless the log holds one; take the dealer and 荒番 the table
+        starts from."""
         state = runtime.call(lambda: runtime.state)
         if not state.session:
-            stake = Fraction(self.stake)
             session: dict[str, Any] = {
                 "profile": self.profile_name,
-                "stake": stake.numerator if stake.denominator == 1 else str(stake),
+                "stake": amount_json(self.stake),
                 "dealer": 0,
             }
             if self.seats is not None:
@@ -354,7 +369,6 @@ class TableSim:
         snap = runtime.snapshot()
         self.dealer = int(snap["dealer"])
         self.huangfan = int(snap["huangfan"])
-        return self
 
     def close(self) -> None:
         self._stopping.set()
@@ -514,36 +528,13 @@ class TableSim:
         self._fault = fault
         self._misread = {}
         if not resumed:
-            if fault == "jam":
-                self.mcu.control("fault jam")
-            self._press(self.dealer, "confirm")
-            self._wait_after(
-                mark, lambda e: isinstance(e, ev.HandStarted), "start a hand", timeout=10.0
-            )
-            if fault == "lid":
-                self.mcu.control("lid open")
-            elif fault == "reset":
-                self.mcu.control("reset")
-            elif fault == "unplug":
-                self.mcu.control("unplug 1.5")
+            self._start_hand(fault, mark)
         if phase in ("idle", "shuffling", "dice"):
             dice = self._wait_dice(mark)
         else:
             dice = (int(snap["dice"][0]), int(snap["dice"][1]))
         snap = rt.snapshot()
-        report = HandReport(
-            hand=snap["hand"],
-            dealer=self.dealer,
-            dice=dice,
-            outcome="stopped",
-            resumed=resumed,
-            fault=fault,
-        )
-        if (snap["dealer"], snap["huangfan"]) != (self.dealer, self.huangfan):
-            report.mismatches.append(
-                f"the hand started with dealer {snap['dealer']} and 荒番 {snap['huangfan']}; "
-                f"truly dealer {self.dealer} and 荒番 {self.huangfan}"
-            )
+        report = self._new_report(snap, dice, resumed, fault)
         played = play_hand(
             random.Random(f"{self.seed}/{snap['session']}/{snap['hand']}"),
             profile=self.profile,
@@ -568,6 +559,42 @@ class TableSim:
             if isinstance(e, ev.FaultChanged)
         ]
         self.reports.append(report)
+        return report
+
+    def _start_hand(self, fault: str | None, mark: int) -> None:
+        """The dealer presses confirm to start the hand, and ``fault`` comes (a jam is set
+        before the press, the others once the hand has started)."""
+        if fault == "jam":
+            self.mcu.control("fault jam")
+        self._press(self.dealer, "confirm")
+        self._wait_after(
+            mark, lambda e: isinstance(e, ev.HandStarted), "start a hand", timeout=10.0
+        )
+        if fault == "lid":
+            self.mcu.control("lid open")
+        elif fault == "reset":
+            self.mcu.control("reset")
+        elif fault == "unplug":
+            self.mcu.control("unplug 1.5")
+
+    def _new_report(
+        self, snap: dict[str, Any], dice: tuple[int, int], resumed: bool, fault: str | None
+    ) -> HandReport:
+        """The report of the hand the table has started (``snap``), with the dealer and 荒番
+        it started from checked against the truth."""
+        report = HandReport(
+            hand=snap["hand"],
+            dealer=self.dealer,
+            dice=dice,
+            outcome="stopped",
+            resumed=resumed,
+            fault=fault,
+        )
+        if (snap["dealer"], snap["huangfan"]) != (self.dealer, self.huangfan):
+            report.mismatches.append(
+                f"the hand started with dealer {snap['dealer']} and 荒番 {snap['huangfan']}; "
+                f"truly dealer {self.dealer} and 荒番 {self.huangfan}"
+            )
         return report
 
     def _wait_dice(self, mark: int) -> tuple[int, int]:
@@ -845,10 +872,33 @@ class TableSim:
         self._rt.request("answer", {"question": q.id, "value": value}, by=f"seat {q.seat}")
 
     def _settle(self, played: PlayedHand, report: HandReport, mark: int) -> None:
-        rt = self._rt
-        answered: set[int] = set()
+        """Answer the table's questions and check its proposal until it stands, confirm it,
+        and go on to the next hand from the truth (or, where the table got it wrong, from
+        where the table is)."""
         truth = _amounts(report.truth)
         assert played.settlement is not None
+        self._await_proposal(played, report, mark, truth)
+        settled = self._confirmed(played)
+        report.outcome = "settled"
+        report.settled = {k: amount_json(v) for k, v in _amounts(settled.payments).items()}
+        if self.confirm == "dashboard":
+            confirmed = _amounts(settled.payments)
+            if confirmed != truth:
+                pay = _payments_differ(confirmed, truth)
+                report.mismatches.append(f"confirmed at the dashboard: {pay}")
+            self._check_dealer(settled.next_dealer, settled.huangfan_next, played, report)
+        truth_dealer = played.settlement.next_dealer
+        self.dealer = self.dealer if truth_dealer is None else truth_dealer
+        self.huangfan = played.settlement.huangfan_next
+        if report.mismatches:  # go on from where the table is
+            self.dealer, self.huangfan = settled.next_dealer, settled.huangfan_next
+
+    def _await_proposal(
+        self, played: PlayedHand, report: HandReport, mark: int, truth: dict[str, Fraction]
+    ) -> None:
+        """Wait (from event ``mark``) for a proposal the players can confirm, answering the
+        table's questions and putting right what it misread on the way."""
+        answered: set[int] = set()
         stuck = 0
         while True:
             try:
@@ -862,16 +912,9 @@ class TableSim:
                     timeout=READ_PATIENCE_S,
                 )
             except SimError:
-                # the table still waits for the hand: the players look at what it shows
-                # (a tile it cannot see, one too many) and put it right from the dashboard
                 stuck += 1
-                wrong = self._misread_seats() if self.snapshot()["phase"] == "reading" else []
-                if not wrong and stuck * READ_PATIENCE_S < READ_GIVE_UP_S:
-                    continue  # nothing misread: a slow machine, and the players wait
-                if not wrong or stuck > 3:
+                if not self._unstick(stuck, report):
                     raise
-                for seat in wrong:
-                    self._correct_seat(seat, report)
                 continue
             if isinstance(e, ev.QuestionAsked):
                 answered.add(e.id)
@@ -880,34 +923,64 @@ class TableSim:
                 self._answer(e, played, report)
                 continue
             assert isinstance(e, ev.SettlementProposed)
-            if report.latency_s is None:
-                report.latency_s = self._proposed_at.get(id(e))
-            # a proposal superseded by a later one is skipped
-            later = [x for x in self._since(mark) if isinstance(x, ev.SettlementProposed)]
-            if later and later[-1] is not e:
-                mark = self._index_of(later[-1])
-                continue
-            snap = rt.snapshot()
-            if snap["phase"] != "confirming" or snap["questions"]:
-                mark = self._index_of(e) + 1
-                continue
-            proposed = _amounts(e.settlement["payments"])
-            if proposed != truth and len(report.corrections) < 8:
-                # the players check what the table shows against what lies on it, and
-                # put right what the camera misread; the table then proposes again
-                wrong = self._misread_seats()
-                for seat in wrong:
-                    self._correct_seat(seat, report)
-                if wrong:
-                    mark = self._index_of(e) + 1
-                    continue
-            if self.confirm == "players":
-                if proposed != truth:
-                    report.mismatches.append(_why(e, played, proposed, truth))
-                self._check_dealer(
-                    e.settlement["next_dealer"], e.settlement["huangfan_next"], played, report
-                )
-            break
+            again = self._check_proposal(e, played, report, mark, truth)
+            if again is None:
+                return
+            mark = again
+
+    def _unstick(self, stuck: int, report: HandReport) -> bool:
+        """The table still waits for the hand, for the ``stuck``-th time: whether the players
+        go on waiting (having put right what it misread, if anything)."""
+        # the players look at what it shows (a tile it cannot see, one too many) and put it
+        # right from the dashboard
+        wrong = self._misread_seats() if self.snapshot()["phase"] == "reading" else []
+        if not wrong and stuck * READ_PATIENCE_S < READ_GIVE_UP_S:
+            return True  # nothing misread: a slow machine, and the players wait
+        if not wrong or stuck > 3:
+            return False
+        for seat in wrong:
+            self._correct_seat(seat, report)
+        return True
+
+    def _check_proposal(
+        self,
+        e: ev.SettlementProposed,
+        played: PlayedHand,
+        report: HandReport,
+        mark: int,
+        truth: dict[str, Fraction],
+    ) -> int | None:
+        """Check proposal ``e``, seen after event ``mark``, as the players do: ``None`` where
+        it stands (a wrong one the players could not put right is reported), else the event
+        to wait from for the next."""
+        if report.latency_s is None:
+            report.latency_s = self._proposed_at.get(id(e))
+        # a proposal superseded by a later one is skipped
+        later = [x for x in self._since(mark) if isinstance(x, ev.SettlementProposed)]
+        if later and later[-1] is not e:
+            return self._index_of(later[-1])
+        snap = self._rt.snapshot()
+        if snap["phase"] != "confirming" or snap["questions"]:
+            return self._index_of(e) + 1
+        proposed = _amounts(e.settlement["payments"])
+        if proposed != truth and len(report.corrections) < 8:
+            # the players check what the table shows against what lies on it, and
+            # put right what the camera misread; the table then proposes again
+            wrong = self._misread_seats()
+            for seat in wrong:
+                self._correct_seat(seat, report)
+            if wrong:
+                return self._index_of(e) + 1
+        if self.confirm == "players":
+            if proposed != truth:
+                report.mismatches.append(_why(e, played, proposed, truth))
+            self._check_dealer(
+                e.settlement["next_dealer"], e.settlement["huangfan_next"], played, report
+            )
+        return None
+
+    def _confirmed(self, played: PlayedHand) -> ev.HandSettled:
+        """The settlement, once confirmed: by the winner's press, or at the dashboard."""
         mark = self._mark()
         if self.confirm == "players":
             self._press(played.wins[0].winner, "confirm")
@@ -917,24 +990,7 @@ class TableSim:
                 mark, lambda e: isinstance(e, ev.HandSettled), "settle", timeout=math.inf
             )
         assert isinstance(settled, ev.HandSettled)
-        report.outcome = "settled"
-        report.settled = {k: amount_json(v) for k, v in _amounts(settled.payments).items()}
-        if self.confirm == "dashboard":
-            confirmed = _amounts(settled.payments)
-            if confirmed != truth:
-                pay = ", ".join(
-                    f"seat {k} {amount_json(confirmed.get(k, Fraction(0)))} "
-                    f"(truly {amount_json(truth[k])})"
-                    for k in sorted(truth)
-                    if confirmed.get(k) != truth[k]
-                )
-                report.mismatches.append(f"confirmed at the dashboard: {pay}")
-            self._check_dealer(settled.next_dealer, settled.huangfan_next, played, report)
-        truth_dealer = played.settlement.next_dealer
-        self.dealer = self.dealer if truth_dealer is None else truth_dealer
-        self.huangfan = played.settlement.huangfan_next
-        if report.mismatches:  # go on from where the table is
-            self.dealer, self.huangfan = settled.next_dealer, settled.huangfan_next
+        return settled
 
     def _check_dealer(
         self, next_dealer: int | None, huangfan: int, played: PlayedHand, report: HandReport
@@ -1019,6 +1075,28 @@ def _view_text(view: dict[str, Any]) -> str:
     return " ".join(x for x in (view["flowers"], melds, view["open_tiles"]) if x) or "nothing"
 
 
+def _check_options(pace: float, faults: tuple[str, ...], fault_rate: float, confirm: str) -> None:
+    """Refuse :class:`TableSim` options it cannot run with."""
+    if pace < 0:
+        raise SimError(f"the pace is 0 (flat out) or simulated seconds per second, not {pace}")
+    unknown = set(faults) - set(FAULTS)
+    if unknown:
+        raise SimError(f"unknown faults {sorted(unknown)}: the simulator injects {FAULTS}")
+    if not 0.0 <= fault_rate <= 1.0:
+        raise SimError(f"the fault rate is a probability, not {fault_rate}")
+    if confirm not in ("players", "dashboard"):
+        raise SimError(f'settlements are confirmed by "players" or "dashboard", not {confirm!r}')
+
+
+def _payments_differ(paid: dict[str, Fraction], truth: dict[str, Fraction]) -> str:
+    """Each seat whose payment in ``paid`` is not its true one, with both."""
+    return ", ".join(
+        f"seat {k} {amount_json(paid.get(k, Fraction(0)))} (truly {amount_json(truth[k])})"
+        for k in sorted(truth)
+        if paid.get(k) != truth[k]
+    )
+
+
 class _Stopped(Exception):
     """The simulation was asked to stop."""
 
@@ -1030,11 +1108,7 @@ def _why(
     truth: dict[str, Fraction],
 ) -> str:
     """What differed between the controller's settlement and the truth, field by field."""
-    pay = ", ".join(
-        f"seat {k} {amount_json(proposed.get(k, Fraction(0)))} (truly {amount_json(truth[k])})"
-        for k in sorted(truth)
-        if proposed.get(k) != truth[k]
-    )
+    pay = _payments_differ(proposed, truth)
     diffs: list[str] = []
     for w, p in zip(played.wins, proposal.wins, strict=False):
         t = w.to_json()

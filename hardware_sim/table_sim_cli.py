@@ -21,6 +21,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,11 +108,12 @@ def _text_report(report: Any, settled: Any, profile: Any) -> str:
 
 
 def sim_command(args: argparse.Namespace) -> int:
+    """Play the hands, printing each as it is settled; the totals at the end."""
     from controller.errors import MahjongTableError, StorageError
     from controller.table import events as ev
     from controller.table.events import event_to_json_text
     from hardware_sim.mcu_process import SimMcuError
-    from hardware_sim.table_sim import SimError, TableSim
+    from hardware_sim.table_sim import SimError
 
     cfg = _sim_config(args)
     # the event thread and the reports print to one stream: a line is never cut by another
@@ -126,17 +128,7 @@ def sim_command(args: argparse.Namespace) -> int:
                 print(event_to_json_text(e), flush=True)
 
     try:
-        sim = TableSim(
-            seed=cfg.sim.seed,
-            db=args.db or ":memory:",
-            profile=cfg.table.profile,
-            stake=cfg.table.stake,
-            seats=tuple(cfg.table.seats),
-            pace=cfg.sim.speed,
-            faults=tuple(cfg.sim.faults),
-            confirm=cfg.sim.confirm,
-            on_event=on_event,
-        )
+        sim = _new_sim(args, cfg, on_event)
     except MahjongTableError as exc:
         print(f"mahjong-table sim: {exc}", file=sys.stderr)
         return ExitCode.INPUT
@@ -147,8 +139,7 @@ def sim_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return ExitCode.INPUT
-    wrong = 0
-    played = 0
+    tally = _Tally()
     server = None
     try:
         sim.start()
@@ -159,21 +150,13 @@ def sim_command(args: argparse.Namespace) -> int:
         if not args.json:
             _say_running(cfg)
         with _stop_on_signals(sim):
-            for report in sim.play(cfg.sim.hands):
-                played += 1
-                wrong += bool(report.mismatches)
-                if args.json:
-                    line = json.dumps({"report": report.to_json()}, ensure_ascii=False)
-                else:
-                    line = _text_report(report, settled.get(report.hand), sim.profile)
-                with lock:
-                    print(line, flush=True)
+            _print_reports(sim, cfg.sim.hands, args.json, settled, lock, tally)
         if sim.stopping and not args.json:
-            print("\nstopped: the hand in play is left as it was", file=sys.stderr)
+            _say_stopped()
     except KeyboardInterrupt:  # before the handlers were set, or a second Ctrl-C
         sim.stop()
         if not args.json:
-            print("\nstopped: the hand in play is left as it was", file=sys.stderr)
+            _say_stopped()
     except (SimError, SimMcuError, StorageError, OSError) as exc:
         print(f"mahjong-table sim: {exc}", file=sys.stderr)
         return ExitCode.HARDWARE
@@ -183,12 +166,54 @@ def sim_command(args: argparse.Namespace) -> int:
             server.stop()
         sim.close()
     if not args.json:
-        print(
-            f"{played} hand(s), {wrong} settled wrong; totals: "
-            + "  ".join(f"seat {k} {v}" for k, v in enumerate(totals)),
-            flush=True,
-        )
-    return ExitCode.NO if wrong else ExitCode.OK
+        _say_totals(tally, totals)
+    return ExitCode.NO if tally.wrong else ExitCode.OK
+
+
+def _new_sim(args: argparse.Namespace, cfg: TableConfig, on_event: Any) -> TableSim:
+    """The simulated table as configured, not yet started."""
+    from hardware_sim.table_sim import TableSim
+
+    return TableSim(
+        seed=cfg.sim.seed,
+        db=args.db or ":memory:",
+        profile=cfg.table.profile,
+        stake=cfg.table.stake,
+        seats=tuple(cfg.table.seats),
+        pace=cfg.sim.speed,
+        faults=tuple(cfg.sim.faults),
+        confirm=cfg.sim.confirm,
+        on_event=on_event,
+    )
+
+
+@dataclass
+class _Tally:
+    """The hands played so far, and how many of them were settled wrong."""
+
+    played: int = 0
+    wrong: int = 0
+
+
+def _print_reports(
+    sim: TableSim,
+    hands: int,
+    as_json: bool,
+    settled: dict[int, Any],
+    lock: threading.Lock,
+    tally: _Tally,
+) -> None:
+    """Play ``hands`` hands (0: until stopped), printing each one's report, counted in
+    ``tally`` as it comes (an interrupted run still says what it played)."""
+    for report in sim.play(hands):
+        tally.played += 1
+        tally.wrong += bool(report.mismatches)
+        if as_json:
+            line = json.dumps({"report": report.to_json()}, ensure_ascii=False)
+        else:
+            line = _text_report(report, settled.get(report.hand), sim.profile)
+        with lock:
+            print(line, flush=True)
 
 
 @contextmanager
@@ -264,6 +289,20 @@ def _say_running(cfg: TableConfig) -> None:
     pace = "flat out" if not cfg.sim.speed else f"{cfg.sim.speed:g}x real time"
     print(
         f"the table is running on the simulator (seed {cfg.sim.seed}, {pace}); Ctrl-C ends it",
+        flush=True,
+    )
+
+
+def _say_stopped() -> None:
+    """Say that a stop left the hand in play unfinished (the log resumes it)."""
+    print("\nstopped: the hand in play is left as it was", file=sys.stderr)
+
+
+def _say_totals(tally: _Tally, totals: list[Any]) -> None:
+    """The closing line: hands played, how many settled wrong, each seat's total."""
+    print(
+        f"{tally.played} hand(s), {tally.wrong} settled wrong; totals: "
+        + "  ".join(f"seat {k} {v}" for k, v in enumerate(totals)),
         flush=True,
     )
 

@@ -53,9 +53,20 @@ def test_percentile() -> None:
     assert web_bench.percentile([7.0], 0.95) == 7.0
 
 
-@pytest.mark.parametrize("args", [["--pages", "0"], ["--pages", "25"], ["--hands", "0"]])
-def test_bad_arguments_are_refused(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--pages", "0"], "--pages: 1 to 24"),
+        (["--pages", "25"], "--pages: 1 to 24"),
+        (["--hands", "0"], "--hands: at least 1"),
+    ],
+)
+def test_bad_arguments_are_refused(
+    args: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as stop:
         web_bench.main(args)
     assert stop.value.code == 2
-    assert "--" in capsys.readouterr().err
+    # refused before any page is opened: nothing measured, one line saying what is wrong
+    out, err = capsys.readouterr()
+    assert out == "" and f"error: {words}" in err.splitlines()[-1]

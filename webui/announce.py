@@ -151,54 +151,76 @@ def _facts(win: dict[str, Any]) -> tuple[list[str], list[str]]:
     return raises, doublers
 
 
-def _chinese(win: dict[str, Any], names: Sequence[str] | None, lezi: int | None) -> str:
-    who = _name(names, win.get("winner"), "cmn")
-    how = win.get("win", {}).get("type") if isinstance(win.get("win"), dict) else None
-    discarder = win.get("win", {}).get("from") if isinstance(win.get("win"), dict) else None
+_OPENINGS = {
+    "cmn": {
+        "self_draw": "{who}自摸",
+        "discard": "{by}点炮，{who}胡了",
+        "robbing_kong": "{who}抢{by}的杠",
+        "": "{who}胡了",
+    },
+    "en": {
+        "self_draw": "{who} wins by self-draw.",
+        "discard": "{who} wins on {by}'s discard.",
+        "robbing_kong": "{who} wins robbing {by}'s kong.",
+        "": "{who} wins.",
+    },
+}
+"""How a win is opened in each language, by the way it was won (``""``: a way not told, or
+a discard or kong with nobody named for it)."""
+
+
+def _opening(win: dict[str, Any], names: Sequence[str] | None, language: str) -> str:
+    """Who won, and how (on whose discard or kong)."""
+    forms = _OPENINGS[language]
+    who = _name(names, win.get("winner"), language)
+    played = win.get("win")
+    how = played.get("type") if isinstance(played, dict) else None
+    by = played.get("from") if isinstance(played, dict) else None
     if how == "self_draw":
-        opening = f"{who}自摸"
-    elif how == "discard" and discarder is not None:
-        opening = f"{_name(names, discarder, 'cmn')}点炮，{who}胡了"
-    elif how == "robbing_kong" and discarder is not None:
-        opening = f"{who}抢{_name(names, discarder, 'cmn')}的杠"
-    else:
-        opening = f"{who}胡了"
-    raises, doublers = _facts(win)
-    parts = [str(win["hand"])] if win.get("hand") else []
-    parts += doublers
+        return forms["self_draw"].format(who=who)
+    if how in ("discard", "robbing_kong") and by is not None:
+        return forms[how].format(who=who, by=_name(names, by, language))
+    return forms[""].format(who=who)
+
+
+def _worth(win: dict[str, Any], lezi: int | None, language: str) -> str | None:
+    """What the win is worth: in 勒子 where the working reached whole ones, else in points;
+    None where the settlement does not say."""
     count = _in_lezi(win, lezi)
     value = win.get("value")
     if count is not None:
-        parts.append(f"{chinese_number(count, measure=True)}勒子")
-    elif isinstance(value, int):
-        parts.append(f"{chinese_number(value)}分")
+        if language == "cmn":
+            return f"{chinese_number(count, measure=True)}勒子"
+        return f"{_english_count(count)} lezi"
+    if isinstance(value, int):
+        if language == "cmn":
+            return f"{chinese_number(value)}分"
+        return f"{value} point{'s' if value != 1 else ''}"
+    return None
+
+
+def _chinese(win: dict[str, Any], names: Sequence[str] | None, lezi: int | None) -> str:
+    opening = _opening(win, names, "cmn")
+    raises, doublers = _facts(win)
+    parts = [str(win["hand"])] if win.get("hand") else []
+    parts += doublers
+    worth = _worth(win, lezi, "cmn")
+    if worth is not None:
+        parts.append(worth)
     exclaim = "".join(f"{r}！" for r in raises)
     return f"{opening}。{exclaim}{'，'.join(parts)}。"
 
 
 def _english(win: dict[str, Any], names: Sequence[str] | None, lezi: int | None) -> str:
-    who = _name(names, win.get("winner"), "en")
-    how = win.get("win", {}).get("type") if isinstance(win.get("win"), dict) else None
-    discarder = win.get("win", {}).get("from") if isinstance(win.get("win"), dict) else None
-    if how == "self_draw":
-        opening = f"{who} wins by self-draw."
-    elif how == "discard" and discarder is not None:
-        opening = f"{who} wins on {_name(names, discarder, 'en')}'s discard."
-    elif how == "robbing_kong" and discarder is not None:
-        opening = f"{who} wins robbing {_name(names, discarder, 'en')}'s kong."
-    else:
-        opening = f"{who} wins."
+    opening = _opening(win, names, "en")
     raises, doublers = _facts(win)
     hand = win.get("hand_english") or win.get("hand_key") or ""
     parts = [str(hand).capitalize()] if hand else []
     if doublers:
         parts.append("doubled by " + " and ".join(_ENGLISH_DOUBLERS.get(d, d) for d in doublers))
-    count = _in_lezi(win, lezi)
-    value = win.get("value")
-    if count is not None:
-        parts.append(f"{_english_count(count)} lezi")
-    elif isinstance(value, int):
-        parts.append(f"{value} point{'s' if value != 1 else ''}")
+    worth = _worth(win, lezi, "en")
+    if worth is not None:
+        parts.append(worth)
     exclaim = " ".join(_ENGLISH_RAISES.get(r, r + "!") for r in raises)
     text = " ".join(x for x in (opening, exclaim, ", ".join(parts) + "." if parts else "") if x)
     return text

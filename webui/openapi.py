@@ -14,15 +14,19 @@ from typing import Any
 __all__ = ["DOCUMENT", "document"]
 
 
-def _error(description: str) -> dict[str, Any]:
-    return {
-        "description": description,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-    }
-
-
 def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """A response with a JSON body of this schema."""
     return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    """An error response: its body is an ``Error``."""
+    return _json(description, {"$ref": "#/components/schemas/Error"})
+
+
+def _body(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
+    """A request body of JSON with this schema."""
+    return {"required": required, "content": {"application/json": {"schema": schema}}}
 
 
 CSRF: list[dict[str, list[str]]] = [{"csrf": []}]
@@ -44,10 +48,7 @@ anything else is refused before the controller sees it."""
 
 _NUMBER = {"name": "number", "in": "path", "required": True, "schema": {"type": "integer"}}
 
-_JSON_BODY = {
-    "required": False,
-    "content": {"application/json": {"schema": {"type": "object"}}},
-}
+_JSON_BODY = _body({"type": "object"}, required=False)
 
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.1.0",
@@ -325,20 +326,15 @@ DOCUMENT: dict[str, Any] = {
             "post": {
                 "summary": "Switch the announcement's language, or turn it off",
                 "security": CSRF,
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["language"],
-                                "properties": {
-                                    "language": {"type": "string", "enum": ["cmn", "en", "off"]}
-                                },
-                            }
-                        }
-                    },
-                },
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "required": ["language"],
+                        "properties": {
+                            "language": {"type": "string", "enum": ["cmn", "en", "off"]}
+                        },
+                    }
+                ),
                 "responses": {
                     "200": _json("the new setting", {"$ref": "#/components/schemas/Announce"}),
                     "400": _error("an unknown language"),
@@ -379,21 +375,16 @@ DOCUMENT: dict[str, Any] = {
                     "is logged in. Wrong PINs count towards the lockout."
                 ),
                 "security": CSRF,
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["pin"],
-                                "properties": {
-                                    "pin": {"type": "string", "pattern": "^[0-9]{4,8}$"},
-                                    "current": {"type": "string"},
-                                },
-                            }
-                        }
-                    },
-                },
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "required": ["pin"],
+                        "properties": {
+                            "pin": {"type": "string", "pattern": "^[0-9]{4,8}$"},
+                            "current": {"type": "string"},
+                        },
+                    }
+                ),
                 "responses": {
                     "200": _json("set", {"$ref": "#/components/schemas/Admin"}),
                     "400": _error("not 4-8 digits"),
@@ -406,18 +397,13 @@ DOCUMENT: dict[str, Any] = {
             "post": {
                 "summary": "Log this session in as admin for 30 minutes",
                 "security": CSRF,
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["pin"],
-                                "properties": {"pin": {"type": "string"}},
-                            }
-                        }
-                    },
-                },
+                "requestBody": _body(
+                    {
+                        "type": "object",
+                        "required": ["pin"],
+                        "properties": {"pin": {"type": "string"}},
+                    }
+                ),
                 "responses": {
                     "200": _json("logged in", {"$ref": "#/components/schemas/Admin"}),
                     "400": _error("not 4-8 digits"),

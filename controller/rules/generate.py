@@ -84,8 +84,26 @@ def random_win(
             break
     sets, pair = drawn
     winner = rng.randrange(SEATS)
-    prev = (winner - 1) % SEATS
     others = [s for s in range(SEATS) if s != winner]
+    melds, concealed = _lay_sets(rng, sets, pair, winner, others)
+    # Kongs need a fourth copy; a meld drawn as a kong may have taken the pair's tile.
+    held = [0] * NUM_KINDS
+    for m in melds:
+        for x in m.tiles:
+            held[x] += 1
+    for x in concealed:
+        held[x] += 1
+    if max(held) > 4:
+        return random_win(rng, shape=shape, stake=stake, allow_bound=allow_bound)
+    return _win_on(rng, winner, others, melds, concealed, stake, allow_bound)
+
+
+def _lay_sets(
+    rng: random.Random, sets: list[tuple[str, int]], pair: int, winner: int, others: list[int]
+) -> tuple[list[Meld], list[Tile]]:
+    """The sets and the pair as ``winner`` holds them: the first few melded (a chow from the
+    seat before, a pung or kong from anyone), the rest and the pair concealed."""
+    prev = (winner - 1) % SEATS
     melds: list[Meld] = []
     concealed: list[Tile] = []
     n_melds = rng.randrange(5)
@@ -103,15 +121,20 @@ def random_win(
                 (tile, Tile(t + 1), Tile(t + 2)) if kind == "chow" else (tile, tile, tile)
             )
     concealed.extend((Tile(pair), Tile(pair)))
-    # Kongs need a fourth copy; a meld drawn as a kong may have taken the pair's tile.
-    held = [0] * NUM_KINDS
-    for m in melds:
-        for x in m.tiles:
-            held[x] += 1
-    for x in concealed:
-        held[x] += 1
-    if max(held) > 4:
-        return random_win(rng, shape=shape, stake=stake, allow_bound=allow_bound)
+    return melds, concealed
+
+
+def _win_on(
+    rng: random.Random,
+    winner: int,
+    others: list[int],
+    melds: list[Meld],
+    concealed: list[Tile],
+    stake: int,
+    allow_bound: bool,
+) -> Win:
+    """The win on these tiles, its winning tile taken from ``concealed``, with the way of
+    winning, flowers, dice, 荒番 and 承包 pairs drawn at random."""
     winning = concealed.pop(rng.randrange(len(concealed)))
     how = rng.choice([WinType.SELF_DRAW, WinType.DISCARD, WinType.DISCARD])
     flowers = tuple(sorted(rng.sample(FLOWERS, rng.randrange(4))))

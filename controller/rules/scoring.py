@@ -275,6 +275,33 @@ def _value(
     hand_type: HandType, win: Win, profile: Profile, hua_total: int
 ) -> tuple[int, int, int, list[_Event], list[str]]:
     """(base, cap, value, events, doublers) of one candidate hand type."""
+    v, cap, events = _base_step(hand_type, profile, hua_total)
+    base = v
+    multiplier = 1
+    doublers: list[str] = []  # every rule that doubled, for the result
+    late: list[str] = []  # those that double the value and cap at the end (step 4)
+    if hand_type not in _SPECIAL:
+        v, cap = _raises(win, profile, v, cap, events, doublers)
+        v, cap, multiplier = _menqing(win.hand, profile, v, cap, events, doublers, late)
+    if win.dice is not None and kaibao(win.dice, profile):
+        multiplier *= 2
+        doublers.append("开宝")
+        late.append("开宝")
+    if huangfan_in_effect(win, profile) > 0:
+        multiplier *= 2
+        doublers.append("荒番")
+        late.append("荒番")
+    value = v * multiplier
+    if multiplier > 1:
+        events.append(("double", " ".join(late), multiplier, value))
+        cap *= multiplier
+    return base, cap, value, events, doublers
+
+
+def _base_step(
+    hand_type: HandType, profile: Profile, hua_total: int
+) -> tuple[int, int, list[_Event]]:
+    """Step 1: (value, cap, events) of the hand type itself, by its 花 or fixed in 勒子."""
     units = profile.units
     lezi = units.lezi
     setting = profile.hands.values[hand_type]
@@ -291,61 +318,66 @@ def _value(
         lezi_count = cast(int, setting)
         v = cap = lezi_count * lezi
         events = [("fixed", name, lezi_count, v)]
-    base = v
-    multiplier = 1
-    doublers: list[str] = []  # every rule that doubled, for the result
-    late: list[str] = []  # those that double the value and cap at the end (step 4)
+    return v, cap, events
+
+
+def _raises(
+    win: Win, profile: Profile, v: int, cap: int, events: list[_Event], doublers: list[str]
+) -> tuple[int, int]:
+    """Step 2: (value, cap) after 杠开 and 大吊车, each raising the value to its floor or
+    doubling it, as the profile says."""
     b = profile.bonuses
-    hand = win.hand
-    if hand_type not in _SPECIAL:
-        raises = []
-        if _is_gangkai(win, b):
-            raises.append(("杠开", b.gangkai))
-        if is_dadiaoche(hand):
-            raises.append(("大吊车", b.dadiaoche))
-        for rule, mode in raises:
-            if mode == "raise":
-                floor = b.raise_to * lezi
-                if v < floor:
-                    v = floor
-                    cap = max(cap, floor)
-                    events.append(("raise", rule, b.raise_to, v))
-                else:
-                    events.append(("raise_noop", rule, b.raise_to, v))
-            elif mode == "double":
-                # in step 2, where the rule stands: 门清 then sees the doubled value, and does
-                # not double a hand that has reached 2 勒子 by it (docs/rules.md step 2)
-                v *= 2
-                cap *= 2
-                doublers.append(rule)
-                events.append(("double_step", rule, 2, v))
-        menqing = b.menqing
-        if menqing != "none" and hand.is_concealed:
-            if menqing == "double":
-                multiplier *= 2
-                doublers.append("门清")
-                late.append("门清")
+    lezi = profile.units.lezi
+    raises = []
+    if _is_gangkai(win, b):
+        raises.append(("杠开", b.gangkai))
+    if is_dadiaoche(win.hand):
+        raises.append(("大吊车", b.dadiaoche))
+    for rule, mode in raises:
+        if mode == "raise":
+            floor = b.raise_to * lezi
+            if v < floor:
+                v = floor
+                cap = max(cap, floor)
+                events.append(("raise", rule, b.raise_to, v))
             else:
-                top = b.menqing_cap * lezi
-                if v < top:
-                    v = min(2 * v, top)
-                    cap = max(cap, top)
-                    events.append(("menqing", "门清", b.menqing_cap, v))
-                else:
-                    events.append(("menqing_noop", "门清", b.menqing_cap, v))
-    if win.dice is not None and kaibao(win.dice, profile):
-        multiplier *= 2
-        doublers.append("开宝")
-        late.append("开宝")
-    if huangfan_in_effect(win, profile) > 0:
-        multiplier *= 2
-        doublers.append("荒番")
-        late.append("荒番")
-    value = v * multiplier
-    if multiplier > 1:
-        events.append(("double", " ".join(late), multiplier, value))
-        cap *= multiplier
-    return base, cap, value, events, doublers
+                events.append(("raise_noop", rule, b.raise_to, v))
+        elif mode == "double":
+            # in step 2, where the rule stands: 门清 then sees the doubled value, and does
+            # not double a hand that has reached 2 勒子 by it (docs/rules.md step 2)
+            v *= 2
+            cap *= 2
+            doublers.append(rule)
+            events.append(("double_step", rule, 2, v))
+    return v, cap
+
+
+def _menqing(
+    hand: Hand,
+    profile: Profile,
+    v: int,
+    cap: int,
+    events: list[_Event],
+    doublers: list[str],
+    late: list[str],
+) -> tuple[int, int, int]:
+    """Step 3: (value, cap, multiplier) after 门清, which doubles up to its cap here, or
+    doubles value and cap at the end with 开宝 and 荒番 (``late``), as the profile says."""
+    b = profile.bonuses
+    menqing = b.menqing
+    if menqing != "none" and hand.is_concealed:
+        if menqing == "double":
+            doublers.append("门清")
+            late.append("门清")
+            return v, cap, 2
+        top = b.menqing_cap * profile.units.lezi
+        if v < top:
+            v = min(2 * v, top)
+            cap = max(cap, top)
+            events.append(("menqing", "门清", b.menqing_cap, v))
+        else:
+            events.append(("menqing_noop", "门清", b.menqing_cap, v))
+    return v, cap, 1
 
 
 _STEP_TEXT = {
