@@ -154,6 +154,92 @@ def test_the_committed_classifier_is_int8_and_says_so():
     assert record["int8_accuracy"] >= record["float_accuracy"] - q.MAX_LOSS
 
 
+def _int8_weights(path: Path) -> list[str]:
+    """The int8 weight tensors the model at ``path`` dequantises (the kind an AVX2 CPU without
+    VNNI multiplies with a 16-bit sum that clips)."""
+    import onnx
+
+    model = onnx.load(str(path))
+    int8 = {t.name for t in model.graph.initializer if t.data_type == onnx.TensorProto.INT8}
+    return [
+        n.input[0]
+        for n in model.graph.node
+        if n.op_type == "DequantizeLinear" and n.input[0] in int8
+    ]
+
+
+def _logits(path: Path, crops: np.ndarray, *, optimised: bool) -> np.ndarray:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    # unoptimised, every quantised operator is dequantised and computed in floating point:
+    # the reference the fused integer kernels must match
+    opts.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if optimised
+        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )
+    session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    return session.run(["logits"], {"crops": crops})[0]
+
+
+def test_unsigning_keeps_every_weight_exactly(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = rng.integers(-128, 128, size=(4, 6), dtype=np.int8)
+    scales = rng.uniform(0.01, 0.1, size=4).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["w", "s", "z"], ["out"], axis=0)],
+        "weights",
+        [],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [4, 6])],
+        [
+            numpy_helper.from_array(weights, "w"),
+            numpy_helper.from_array(scales, "s"),
+            numpy_helper.from_array(np.zeros(4, np.int8), "z"),
+        ],
+    )
+    src, dst = tmp_path / "signed.onnx", tmp_path / "unsigned.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), src)
+    assert q.unsign_weights(src, dst) == 1
+    assert _int8_weights(src) == ["w"] and _int8_weights(dst) == []
+    import onnxruntime as ort
+
+    before, after = (
+        ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(None, {})[0]
+        for p in (src, dst)
+    )
+    assert np.array_equal(before, after)
+    assert np.array_equal(before, weights.astype(np.float32) * scales[:, None])
+    assert q.unsign_weights(dst, tmp_path / "again.onnx") == 0  # nothing left to move
+
+
+def test_a_quantised_classifier_keeps_no_int8_weights(model):
+    q.quantise_classifier(model, _tables(1, 5), _tables(1, 6), log=lambda _: None)
+    assert _int8_weights(model / "classifier.onnx") == []
+    record = json.loads((model / "model.json").read_text())["training"]["quantised"]
+    assert record["weights"] == q.WEIGHTS
+
+
+def test_the_committed_classifier_reads_alike_on_every_cpu():
+    """The fused integer kernels this CPU picks read crops of the simulated table as the
+    floating-point reference does. With int8 weights an AVX2 CPU without VNNI clipped sums
+    and moved logits by up to 5.4 (a label in sixteen changed); that cannot show on a CPU
+    with VNNI, hence also the check of the weights' type that rules it out."""
+    path = DEFAULT_MODEL_DIR / "classifier.onnx"
+    assert _int8_weights(path) == []
+    crops = q.as_input(q.calibration_crops(TileRecognizer(threads=1), _tables(3, 7)))
+    assert len(crops) > 100
+    fused, reference = (_logits(path, crops, optimised=o) for o in (True, False))
+    # requantising between layers rounds a little differently from floating point: well
+    # under the 5.4 of clipped sums
+    assert np.abs(fused - reference).max() < 0.5
+    assert np.mean(fused.argmax(1) == reference.argmax(1)) > 0.99
+
+
 def test_the_classifier_the_manifest_names_is_the_one_quantised(model):
     (model / "classifier.onnx").rename(model / "tiles.onnx")
     manifest = json.loads((model / "model.json").read_text())
