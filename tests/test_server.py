@@ -83,18 +83,22 @@ def test_stop_ends_open_streams_promptly(app):
 def test_requests_are_answered_while_every_stream_is_open(live_table, tmp_path):
     app = create_app(live_table.runtime, data_dir=tmp_path, config={"SSE_MAX_STREAMS": 3})
     with Server(app) as server:
-        conns = []
+        streams = []
         for _ in range(3):
             conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
             conn.request("GET", "/api/events")
-            assert conn.getresponse().status == 200
-            conns.append(conn)
+            # a stream's response owns the socket (the server says "Connection: close"): a
+            # response let go of closes it, and under load the server saw that page leave
+            response = conn.getresponse()
+            assert response.status == 200 and response.readline().startswith(b"retry:")
+            streams.append(response)
         for _ in range(SPARE_THREADS + 2):  # more requests than spare threads, one by one
             assert get(server.port, "/api/state")[0] == 200
         status, data = get(server.port, "/api/events")
         assert status == 503 and "3 live pages" in data["error"]
-        for conn in conns:
-            conn.close()
+        assert app.extensions["mahjong_table"].broker.clients == 3
+        for response in streams:
+            response.close()
 
 
 def test_a_port_in_use_is_an_oserror(app):
