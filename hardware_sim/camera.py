@@ -27,7 +27,7 @@ import math
 import statistics
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, MutableMapping
 from typing import Any
 
 import numpy as np
@@ -88,6 +88,17 @@ def _laid_key(layout: TableLayout) -> tuple[Any, ...]:
     return layout.seats, layout.discards, layout.walls
 
 
+def _view_key(view: Camera) -> tuple[Any, ...]:
+    """Everything a frame takes from ``view``, as a value (its homography is an array)."""
+    out: list[Any] = []
+    for f in dataclasses.fields(view):
+        value = getattr(view, f.name)
+        if isinstance(value, np.ndarray):
+            value = (value.shape, value.dtype.str, value.tobytes())
+        out.append(value)
+    return tuple(out)
+
+
 def _number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
 
@@ -122,6 +133,13 @@ class SimCamera(CameraSource):
     :meth:`vision.rendering.table_scene.TableScene.camera`); ``faults`` the picture's faults
     (default :data:`DEFAULT_FAULTS`); ``seed`` makes the frames reproducible; ``layout`` what
     lies on the table at first.
+
+    ``frame_cache`` is a store of rendered frames that cameras may share (a test suite's, so
+    that each frame is rendered once however many tests read it). A frame is found there by
+    everything it is drawn from: the scene (the same object), the view, the seed, the frame's
+    number, its layout and whether the frame before showed the same layout; so a camera gives
+    the very frames with it that it gives without. The frames kept are read-only, and every
+    frame taken from it has its own copy of the picture.
     """
 
     def __init__(
@@ -135,6 +153,7 @@ class SimCamera(CameraSource):
         faults: dict[str, Any] | None = None,  # checked here: CameraFaults' keys and values
         seed: int = 0,
         layout: TableLayout | None = None,
+        frame_cache: MutableMapping[Hashable, TableFrame] | None = None,
     ) -> None:
         super().__init__("simulated camera")
         try:
@@ -188,6 +207,7 @@ class SimCamera(CameraSource):
         self._laid: OrderedDict[tuple[Any, ...], LaidTable] = OrderedDict()
         self._laid_for: tuple[TableScene, Camera] | None = None
         self._shown: TableLayout | None = None  # the layout of the latest frame
+        self._frame_cache = frame_cache
 
     # -- what lies on the table ----------------------------------------------------------------
 
@@ -269,6 +289,12 @@ class SimCamera(CameraSource):
             laid = self._laid.get(key)
             if laid is not None:
                 self._laid.move_to_end(key)
+        cache = self._frame_cache
+        kept_as = self._frame_key(scene, view, number, layout, again)
+        if cache is not None and kept_as is not None:
+            kept = cache.get(kept_as)
+            if kept is not None:
+                return dataclasses.replace(kept, image=kept.image.copy())
         rng = np.random.default_rng([self.seed, number])
         if laid is None:
             try:
@@ -286,7 +312,26 @@ class SimCamera(CameraSource):
                     while len(self._laid) > LAID_KEPT:
                         self._laid.popitem(last=False)
         add_noise = _quick_noise(rng) if again else None
-        return scene.view(layout, laid, view, rng=rng, add_noise=add_noise)
+        frame = scene.view(layout, laid, view, rng=rng, add_noise=add_noise)
+        if cache is not None and kept_as is not None:
+            image = frame.image.copy()  # the caller's picture is theirs to draw on
+            image.setflags(write=False)
+            cache[kept_as] = dataclasses.replace(frame, image=image)
+        return frame
+
+    def _frame_key(
+        self, scene: TableScene, view: Camera, number: int, layout: TableLayout, again: bool
+    ) -> tuple[Any, ...] | None:
+        """Where the frame cache keeps this frame; None without one, or for a layout that
+        cannot be a key (an arm's reach given as a list)."""
+        if self._frame_cache is None:
+            return None
+        key = (scene, _view_key(view), self.seed, number, layout, again)
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
 
     def _laid_for_is(self, scene: TableScene, view: Camera) -> bool:
         """Whether the laid tables kept were laid by ``scene`` for ``view`` (both may be

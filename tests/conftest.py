@@ -3,6 +3,7 @@ here and are reused by every test module that needs simulated hardware."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from pathlib import Path
@@ -93,14 +94,76 @@ def shanghai():
 # -- vision table (engineer T): the simulated overhead camera ---------------------------------
 
 
+class FrameStore:
+    """The simulated cameras' rendered frames, kept for the session (a ``SimCamera``'s
+    ``frame_cache``): many tests read the same frames (the same seed, the same layouts in
+    the same order: the empty table they calibrate on, a setup they share), and a 1280x960
+    frame costs a tenth of a second or more to render. Bounded, the latest used kept: a
+    frame is some 3.7 MB. Thread-safe, as a camera may be read from two threads."""
+
+    def __init__(self, size: int) -> None:
+        import threading
+        from collections import OrderedDict
+
+        self.size = size
+        self.hits = self.misses = 0
+        self._frames: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, default=None):
+        with self._lock:
+            frame = self._frames.get(key)
+            if frame is None:
+                self.misses += 1
+                return default
+            self.hits += 1
+            self._frames.move_to_end(key)
+            return frame
+
+    def __setitem__(self, key, frame) -> None:
+        with self._lock:
+            self._frames[key] = frame
+            self._frames.move_to_end(key)
+            while len(self._frames) > self.size:
+                self._frames.popitem(last=False)
+
+
+FRAMES = FrameStore(size=int(os.environ.get("MAHJONG_TEST_FRAMES", "96")))
+
+
+@functools.cache
+def table_scene(seed: int = 0, **options):
+    """The simulated table of ``TableScene(seed=seed, **options)``, one for the session: its
+    felt and markers (seconds to draw) are drawn once, and the frame cache knows a scene by
+    the object, so cameras share frames only over one scene object."""
+    from vision.rendering.table_scene import TableScene
+
+    return TableScene(seed=seed, **options)
+
+
+def cached_camera(seed: int = 0, *, scene_options: dict | None = None, **options):
+    """``SimCamera(seed=seed, **options)`` over :func:`table_scene` (the scene it would make
+    itself), with the session's :data:`FRAMES`: the same frames, each rendered once."""
+    from hardware_sim.camera import SimCamera
+
+    scene = table_scene(seed, **(scene_options or {}))
+    return SimCamera(scene, seed=seed, frame_cache=FRAMES, **options)
+
+
+@pytest.fixture(scope="session")
+def sim_cameras():
+    """Make simulated cameras that share the session's scenes and rendered frames
+    (:func:`cached_camera`): ``sim_cameras(1)`` is ``SimCamera(seed=1)``'s frames."""
+    return cached_camera
+
+
 @pytest.fixture
 def sim_camera():
     """The simulator's overhead camera (``hardware_sim.camera.SimCamera``) over an empty 900 mm
     table, 1280x960, reproducible frames. Lay tiles with ``sim_camera.change_seat(…)`` or
-    ``sim_camera.set_layout(…)``; ``sim_camera.unplug()`` makes it vanish."""
-    from hardware_sim.camera import SimCamera
-
-    camera = SimCamera(seed=0)
+    ``sim_camera.set_layout(…)``; ``sim_camera.unplug()`` makes it vanish. Its frames are
+    ``SimCamera(seed=0)``'s, rendered once a session (:func:`cached_camera`)."""
+    camera = cached_camera(0)
     yield camera
     camera.close()
 

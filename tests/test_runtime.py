@@ -521,16 +521,34 @@ def test_a_stopped_controller_answers_at_once_and_names_the_storage_failure(make
 
 
 def test_work_queued_behind_the_storage_failure_is_answered_not_left_waiting(
-    make: Make,
+    make: Make, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = FailingLog(EventLog(":memory:"))
     runtime, _ = make(log)
     new_session(runtime)
     log.broken = True
+    # every item put in the controller's inbox is told, so the test waits for the queue
+    # to fill instead of polling its size
+    queued = threading.Condition()
+    put = runtime._inbox.put
+
+    def put_and_tell(item: Any, *args: Any, **kwargs: Any) -> None:
+        put(item, *args, **kwargs)
+        with queued:
+            queued.notify_all()
+
+    monkeypatch.setattr(runtime._inbox, "put", put_and_tell)
     release = threading.Event()
+    holding = threading.Event()
+
+    def hold() -> None:
+        holding.set()
+        release.wait()
+
     # hold the controller thread so that requests queue up behind the one that will fail
-    blocker = threading.Thread(target=lambda: runtime.call(release.wait), daemon=True)
+    blocker = threading.Thread(target=lambda: runtime.call(hold), daemon=True)
     blocker.start()
+    assert holding.wait(WAIT_S)  # the controller is in it: what comes next waits behind
     results: list[BaseException] = []
 
     def ask() -> None:
@@ -542,9 +560,8 @@ def test_work_queued_behind_the_storage_failure_is_answered_not_left_waiting(
     askers = [threading.Thread(target=ask, daemon=True) for _ in range(3)]
     for t in askers:
         t.start()
-    deadline = time.monotonic() + WAIT_S
-    while runtime._inbox.qsize() < 3 and time.monotonic() < deadline:
-        time.sleep(0.005)
+    with queued:
+        assert queued.wait_for(lambda: runtime._inbox.qsize() >= 3, WAIT_S)
     started = time.monotonic()
     release.set()
     for t in askers:

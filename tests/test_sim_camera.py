@@ -269,6 +269,53 @@ def test_the_same_seed_and_layouts_give_the_same_frames() -> None:
     assert all(np.array_equal(a, b) for a, b in zip(*frames, strict=True))
 
 
+def test_a_frame_cache_gives_the_very_frames_rendered_without_it() -> None:
+    from vision.rendering.table_scene import TableScene
+
+    layouts = (_LAID, _LAID, TableLayout(), _LAID, _LAID)
+    plain = SimCamera(size=(320, 240), seed=7)
+    cache: dict = {}
+    scene = TableScene(seed=7)
+    runs = []
+    for _ in range(2):  # the second run reads every frame from the cache
+        camera = SimCamera(scene, size=(320, 240), seed=7, frame_cache=cache)
+        seen = []
+        for layout in layouts:
+            camera.set_layout(layout)
+            image = camera.read().image
+            assert camera.last_frame is not None
+            seen.append((image, camera.last_frame.truths))
+        runs.append(seen)
+    expected = []
+    for layout in layouts:
+        plain.set_layout(layout)
+        expected.append(plain.read().image)
+    assert len(cache) == len(layouts)  # one frame kept per number, layout and repeat
+    for first, again, image in zip(*runs, expected, strict=True):
+        assert np.array_equal(first[0], image) and np.array_equal(again[0], image)
+        assert first[1] == again[1]
+    # each frame handed out is the caller's own to draw on; the kept one is not touched
+    runs[1][0][0][:] = 0
+    camera = SimCamera(scene, size=(320, 240), seed=7, frame_cache=cache)
+    camera.set_layout(_LAID)
+    assert np.array_equal(camera.read().image, expected[0])
+    assert all(not f.image.flags.writeable for f in cache.values())
+
+
+def test_a_frame_cache_keeps_other_views_and_seeds_apart() -> None:
+    from vision.rendering.table_scene import TableScene
+
+    cache: dict = {}
+    scene = TableScene(seed=7)
+    images = []
+    for seed, tilt in ((7, 0.0), (8, 0.0), (7, 6.0)):
+        camera = SimCamera(scene, size=(320, 240), seed=seed, tilt=tilt, frame_cache=cache)
+        camera.set_layout(_LAID)
+        images.append(camera.read().image)
+    assert len(cache) == 3
+    assert not np.array_equal(images[0], images[1]) and not np.array_equal(images[0], images[2])
+
+
 def test_a_new_view_is_laid_anew() -> None:
     camera = SimCamera(size=(320, 240), seed=1)
     camera.set_layout(_LAID)

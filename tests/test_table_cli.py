@@ -9,7 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -192,28 +192,37 @@ def test_run_starts_a_session_serves_the_dashboard_and_stops_on_sigterm(
         ],
         cwd=REPO,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+    lines: list[str] = []
+    running = threading.Event()
+
+    def follow() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if "the table is running" in line:
+                running.set()
+        running.set()  # it ended: nothing more is coming
+
+    reader = threading.Thread(target=follow, daemon=True)
+    reader.start()
     db = real_table.parent / "data" / "events.sqlite"
-    deadline = time.monotonic() + 60
-    types: list[str] = []
-    while time.monotonic() < deadline and "session_started" not in types and proc.poll() is None:
-        time.sleep(0.5)
-        if db.exists():
-            with EventLogReader(db) as reader:
-                types = [e.type for _, e in reader.events()]
-    state = None
-    while time.monotonic() < deadline and state is None and proc.poll() is None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=5) as r:
-                state = json.loads(r.read())
-        except OSError:
-            time.sleep(0.3)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
-    assert state is not None and state["session"] == 1, err
+    try:
+        # said once the session is logged and the dashboard listens: no polling either
+        assert running.wait(60) and proc.poll() is None, "".join(lines)
+        with EventLogReader(db) as log:
+            types = [e.type for _, e in log.events()]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=30) as r:
+            state = json.loads(r.read())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        reader.join(30)
+    err = "".join(lines)
+    assert state["session"] == 1, err
     assert state["seat_names"] == ["East", "South", "West", "North"]
     assert proc.returncode == 0, err
     assert "session_started" in types, err

@@ -22,7 +22,7 @@ from vision.detection import TileDetection, box_of_quad
 from vision.labels import BACK
 from vision.pipeline import STRIP_MARGIN_MM, TablePipeline
 from vision.recognizer import TileRecognizer
-from vision.rendering.table_scene import ArmOver, SeatLayout, TableLayout, TableScene
+from vision.rendering.table_scene import ArmOver, SeatLayout, TableLayout
 from vision.tracker import ChangeKind, TableTracker
 
 STABLE = 3
@@ -454,10 +454,10 @@ def test_a_loop_that_stalls_now_and_then_still_learns_a_new_cloth(
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_melds_taken_off_a_black_felt_are_seen_gone(seed: int) -> None:
+def test_melds_taken_off_a_black_felt_are_seen_gone(seed: int, sim_cameras) -> None:
     # a black top's weave passed for "something on the felt" in a sixth of its pixels, so a
     # place was seldom bare 8 frames running: nothing taken away was reported
-    camera = SimCamera(TableScene(seed=seed, felt_colour=(40, 40, 40)), seed=seed, tilt=8.0)
+    camera = sim_cameras(seed, scene_options={"felt_colour": (40, 40, 40)}, tilt=8.0)
     cal = calibrate_from_markers(camera.read().image)
     pipeline = TablePipeline(cal, RendererTruth(camera))  # the table's own tracker settings
     camera.change_seat(1, melds=(Meld.of("pung", "NNN", 3),))
@@ -713,10 +713,12 @@ def recognizer() -> TileRecognizer:
     return TileRecognizer()
 
 
-def test_the_committed_model_reads_the_simulated_table(recognizer: TileRecognizer) -> None:
+def test_the_committed_model_reads_the_simulated_table(
+    recognizer: TileRecognizer, sim_cameras
+) -> None:
     """The real path end to end: rendered frames, markers, the ONNX recogniser, the depth
     check, grouping, the tracker; every seat settles exactly as laid out, and stays so."""
-    camera = SimCamera(seed=1)
+    camera = sim_cameras(1)
     calibration = calibrate_from_markers(camera.read().image)
     tracker = TableTracker(calibration.geometry, stable_frames=STABLE)
     pipeline = TablePipeline(calibration, recognizer, tracker=tracker)
@@ -734,8 +736,10 @@ def test_the_committed_model_reads_the_simulated_table(recognizer: TileRecognize
     assert _melds(pipeline.views[0]) == list(LAYOUT.seats[0].melds)
 
 
-def test_the_committed_model_sees_a_pung_become_a_kong(recognizer: TileRecognizer) -> None:
-    camera = SimCamera(seed=1)
+def test_the_committed_model_sees_a_pung_become_a_kong(
+    recognizer: TileRecognizer, sim_cameras
+) -> None:
+    camera = sim_cameras(1)
     calibration = calibrate_from_markers(camera.read().image)
     tracker = TableTracker(calibration.geometry, stable_frames=STABLE)
     pipeline = TablePipeline(calibration, recognizer, tracker=tracker)
@@ -749,13 +753,13 @@ def test_the_committed_model_sees_a_pung_become_a_kong(recognizer: TileRecognize
 
 
 def test_no_face_down_tile_is_seen_on_bare_felt_beside_a_laid_open_hand(
-    recognizer: TileRecognizer,
+    recognizer: TileRecognizer, sim_cameras
 ) -> None:
     """Seat 3's hand laid open beside a kong and three flowers (the simulated table's seed 1):
     the felt between the table's edge and the open row's first tile was found as a tile and
     read face down, and the seat asked about "a face-down tile that is not part of a kong",
     on a table on which every tile lies face up."""
-    camera = SimCamera(seed=1)
+    camera = sim_cameras(1)
     calibration = calibrate_from_markers(camera.read().image)
     tracker = TableTracker(calibration.geometry, stable_frames=STABLE)
     pipeline = TablePipeline(calibration, recognizer, tracker=tracker)
