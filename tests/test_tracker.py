@@ -640,9 +640,15 @@ def test_a_thing_read_unsure_in_most_frames_settles_flagged_though_the_last_read
     layout = TableLayout().with_seat(1, flowers=(Tile(38),), melds=(Meld.of("pung", "222s", 0),))
     table = Reads(layout, stable_frames=STABLE)
     two = int(parse_tiles("2s")[0])
-    flower, tile = table.index(38), table.index(two)
+    flower = table.index(38)
+    # every tile of the pung: one unsure among sure ones leaves the pung sure as a whole
+    tiles = [i for i, p in enumerate(table.placed) if p.label == two]
+
+    def reads(conf: float) -> dict[int, tuple[int, float]]:
+        return {flower: (39, conf), **{i: (two, conf) for i in tiles}}
+
     for conf in (0.55, 0.55, 0.55, 0.55, 0.65):
-        changes = table.frame({flower: (39, conf), tile: (two, conf)})
+        changes = table.frame(reads(conf))
     by_kind = {c.kind: c for c in changes}
     assert set(by_kind) == {ChangeKind.FLOWER, ChangeKind.MELD}
     for change in by_kind.values():
@@ -656,7 +662,7 @@ def test_a_thing_read_unsure_in_most_frames_settles_flagged_though_the_last_read
     # reads taking turns around the threshold keep the doubt, in every frame; it holds while
     # more than one of the last remove_frames frames was unsure, and then it is gone
     for conf in (0.65, 0.55, 0.65, 0.55, 0.65, 0.55):
-        table.frame({flower: (39, conf), tile: (two, conf)})
+        table.frame(reads(conf))
         assert table.tracker.view(1).needs_confirmation
     flagged = []
     for _ in range(table.tracker.remove_frames):
@@ -679,14 +685,15 @@ def test_one_unsure_frame_among_sure_ones_flags_nothing_once_past():
         table.frame()
     # nor in its own frame: a flag that comes and goes with one frame tells the players
     # nothing, and the pung is shown as it was last read sure
-    table.frame({east[0]: (int(Tile.EAST), 0.45)})
+    glare = {i: (int(Tile.EAST), 0.45) for i in east}  # the whole pung unsure
+    table.frame(glare)
     view = table.tracker.view(0)
     assert not view.needs_confirmation and view.notes == ()
     assert not view.melds[0].needs_confirmation and min(r.confidence for r in view.reads) > 0.6
     table.frame()
     assert not table.tracker.view(0).needs_confirmation
     # a second unsure frame soon after is doubt, flagged at once and shown as read
-    table.frame({east[0]: (int(Tile.EAST), 0.45)})
+    table.frame(glare)
     view = table.tracker.view(0)
     assert view.needs_confirmation and view.melds[0].needs_confirmation
     assert min(r.confidence for r in view.reads) == pytest.approx(0.45)
@@ -1121,12 +1128,13 @@ def test_another_tile_laid_where_a_meld_lay_is_still_asked_about(label: int, not
 
 
 def test_a_meld_last_read_unsure_and_then_out_of_sight_stays_flagged():
-    # fingers picking a pung up make one tile unsure in the last frame it is seen; then a
+    # fingers picking a pung up make it unsure in the last frame it is seen; then a
     # hand lies over its place. It is kept (hidden is never gone), and that read stands
     table = Reads(TableLayout().with_seat(0, melds=(Meld.of("pung", "EEE", 2),)))
     for _ in range(10):
         table.frame()
-    table.frame({0: (int(Tile.EAST), 0.45)})
+    # the whole pung: one tile unsure beside two sure ones leaves it sure as a whole
+    table.frame({i: (int(Tile.EAST), 0.45) for i in (0, 1, 2)})
     table.hidden = {0, 1, 2}
     for _ in range(30):
         assert table.frame() == []

@@ -23,6 +23,7 @@ from vision.melds import (
     TileRead,
     group_seat,
     group_table,
+    meld_posterior,
     merge_duplicates,
     settle_orientation,
 )
@@ -716,3 +717,77 @@ def test_stray_tiles_are_named_in_stray_notes_for_the_tracker() -> None:
     assert set(view.stray_notes) <= set(view.notes) and view.needs_confirmation
     # with the tile each is about, so the tracker can tell a meld seen in part
     assert [r.label for r in view.stray_reads] == [BACK, label_from_name("5p")]
+
+
+def _read(name: str, conf: float, *alternatives: tuple[str, float]) -> TileRead:
+    quad = np.array([[0, 0], [W, 0], [W, L], [0, L]], dtype=float)
+    alts = tuple((label_from_name(n), p) for n, p in alternatives)
+    return TileRead(label_from_name(name), conf, quad, conf < 0.6, alts)
+
+
+def test_a_kong_of_unsure_reads_that_agree_is_sure_as_a_whole() -> None:
+    # each read alone is unsure, each with its own runner-up: only 3s fits all four
+    reads = row(0, "3s 3s/ 3s 3s", conf=0.55, alternatives=(("4s", 0.14), ("2s", 0.1)))
+    reads[3] = replace(reads[3], alternatives=((label_from_name("2s"), 0.14),))
+    view = group_seat(0, reads)
+    (meld,) = view.melds
+    assert meld.key == key("kong", "3333s", 2)
+    assert not meld.needs_confirmation and not view.notes
+    assert meld.confidence == pytest.approx(0.55)  # still the least sure of its tiles
+
+
+def test_a_pung_whose_reads_leave_another_pung_likely_stays_in_doubt() -> None:
+    # three reads of 3s at 0.55 that all say 2s at 0.3: a pung of 2s is still in play
+    reads = row(0, "3s 3s/ 3s", conf=0.55, alternatives=(("2s", 0.3),))
+    (meld,) = group_seat(0, reads).melds
+    assert meld.needs_confirmation and "unsure of 3s (0.55, or 2s 0.30)" in meld.note
+
+
+@pytest.mark.parametrize(
+    ("kind", "labels", "reads", "low", "high"),
+    [
+        # sure reads make a sure meld, of either kind
+        ("pung", "333s", [("3s", 0.99, ("2s", 0.005))] * 3, 0.99, 1.0),
+        ("chow", "345s", [("3s", 0.98, ()), ("4s", 0.99, ()), ("5s", 0.99, ())], 0.95, 1.0),
+        # agreeing runner-ups keep the rival meld in play
+        ("pung", "333s", [("3s", 0.7, ("2s", 0.2))] * 3, 0.8, 0.95),
+        ("pung", "333s", [("3s", 0.5, ("2s", 0.45))] * 3, 0.4, 0.6),
+        # a meld of flowers is none at all
+        ("pung", "111f", [("1f", 0.99, ())] * 3, 0.0, 0.0),
+    ],
+)
+def test_meld_posterior_weighs_every_meld_the_tiles_could_make(
+    kind: str, labels: str, reads: list, low: float, high: float
+) -> None:
+    tiles = [_read(n, c, *([a] if a else [])) for n, c, a in reads]
+    got = meld_posterior(MeldKind(kind), [int(t) for t in parse_tiles(labels)], tiles)
+    assert low <= got <= high
+
+
+def test_a_concealed_kong_is_weighed_on_its_faces_alone() -> None:
+    back = _read("back", 0.99)
+    face = _read("7p", 0.5, ("8p", 0.2))
+    other = _read("7p", 0.55, ("6p", 0.2))
+    labels = [label_from_name("7p")] * 4
+    assert meld_posterior(MeldKind.CONCEALED_KONG, labels, [back, face, other, back]) > 0.9
+
+
+@given(
+    conf=st.floats(0.2, 0.99),
+    runner=st.floats(0.0, 1.0),
+    drop=st.floats(0.0, 1.0),
+    n=st.integers(3, 4),
+)
+def test_less_sure_reads_never_make_a_meld_surer(
+    conf: float, runner: float, drop: float, n: int
+) -> None:
+    kind = MeldKind.PUNG if n == 3 else MeldKind.KONG
+    labels = [label_from_name("5m")] * n
+    alt = runner * (1 - conf)
+    reads = [_read("5m", conf, ("6m", alt))] * n
+    before = meld_posterior(kind, labels, reads)
+    # one read moves some of its belief to the runner-up
+    moved = drop * conf
+    weaker = _read("5m", conf - moved, ("6m", alt + moved))
+    after = meld_posterior(kind, labels, [weaker, *reads[1:]])
+    assert 0.0 <= after <= before + 1e-9 <= 1.0 + 1e-9

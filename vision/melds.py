@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from itertools import pairwise
+from itertools import pairwise, permutations
 from typing import Any
 
 import numpy as np
@@ -584,6 +584,73 @@ def _concealed_kong(tiles: list[_Tile], inner_gaps: int, end_notes: list[str]) -
     return _candidate(MeldKind.CONCEALED_KONG, None, labels, tiles, notes, per_tile, inner_gaps)
 
 
+MELD_SURE = 0.95
+"""How likely, of every meld its tiles could be, the meld read must be for its tiles read
+unsure one by one not to put it in doubt (:func:`meld_posterior`)."""
+READ_AGREEMENT = 0.5
+"""How alike the reads of one meld's tiles err, 0 (independently) to 1 (all as one): they
+share the light, the blur and the set's print, so when one is misread its neighbours tend to
+be misread alike. :func:`meld_posterior` counts ``n`` reads as ``1 + (n - 1) *
+READ_AGREEMENT`` independent ones, so three unsure reads that agree do not make a meld look
+as sure as three independent witnesses would."""
+
+
+def _probability(read: TileRead, label: int) -> float:
+    """How likely ``read`` says its tile is ``label``: its confidence or a runner-up's, and
+    for a label it did not list, an even share of what its listed labels leave over."""
+    if label == read.label:
+        return read.confidence
+    listed = dict(read.alternatives)
+    if label in listed:
+        return listed[label]
+    rest = 1.0 - read.confidence - sum(listed.values())
+    return max(rest, 0.0) / max(1, NUM_LABELS - 1 - len(listed)) + 1e-9
+
+
+def _meld_options(kind: MeldKind, n: int) -> list[tuple[int, ...]]:
+    """The tile labels (sorted) a meld of ``n`` face-up tiles laid as ``kind`` could hold:
+    a claimed meld of three may be a pung or a chow whichever way it was taken, so both are
+    weighed."""
+    same = [(x,) * n for x in range(NUM_KINDS)]  # flowers make no meld
+    if n != 3 or kind.is_kong:
+        return same
+    runs = [
+        (9 * suit + a, 9 * suit + a + 1, 9 * suit + a + 2) for suit in range(3) for a in range(7)
+    ]
+    return same + runs
+
+
+def meld_posterior(kind: MeldKind, labels: Sequence[int], reads: Sequence[TileRead]) -> float:
+    """How likely the meld read (``labels``; for a concealed kong, four of its tile) is,
+    beside every other meld its face-up ``reads`` could make, from what each read says
+    (counted as :data:`READ_AGREEMENT` makes them; backs say nothing). Four tiles read 3s at
+    0.55, each with another runner-up, make a kong of 3s nearly certain; three reads of 3s
+    at 0.7 beside 2s at 0.2 leave a pung of 2s in play."""
+    faces = [r for r in reads if r.label != BACK]
+    if kind is MeldKind.CONCEALED_KONG:
+        read = tuple(labels[:1]) * len(faces)
+    else:
+        read = tuple(sorted(labels))
+    if not faces or len(read) != len(faces) or any(not 0 <= x < NUM_KINDS for x in read):
+        return 0.0
+
+    def weight(option: tuple[int, ...]) -> float:
+        # the tiles may lie in any order along the meld: each order alike likely
+        orders = set(permutations(option))
+        total = 0.0
+        for order in orders:
+            w = 1.0
+            for label, r in zip(order, faces, strict=True):
+                w *= _probability(r, label)
+            total += w
+        return (total / len(orders)) ** exponent
+
+    exponent = (1 + (len(faces) - 1) * READ_AGREEMENT) / len(faces)
+    weights = {o: weight(o) for o in {*_meld_options(kind, len(faces)), read}}
+    total = sum(weights.values())
+    return weights[read] / total if total > 0 else 0.0
+
+
 def _candidate(
     kind: MeldKind,
     source: int | None,
@@ -595,7 +662,10 @@ def _candidate(
     bonus: float = 0.0,
 ) -> _Candidate:
     unsure = [t.read for t in tiles if t.read.needs_confirmation]
-    if unsure:
+    # tiles unsure one by one may still make a sure meld: of the melds they could be, the
+    # one read is the only likely one (see meld_posterior); a meld already in doubt for
+    # what it shows says which tiles were unsure too
+    if unsure and (notes or meld_posterior(kind, labels, [t.read for t in tiles]) < MELD_SURE):
         notes.append("unsure of " + ", ".join(r.describe() for r in unsure))
     reads = tuple(t.read for t in tiles)
     centre = np.mean([r.centre for r in reads], axis=0)
