@@ -11,7 +11,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -233,10 +232,9 @@ def test_kill_9_at_random_moments_loses_nothing_settled(tmp_path: Path) -> None:
         proc = _run_sim(db, target - closed)
         runs += 1
         # the first three runs are killed at a random moment; the last plays to the end
-        deadline = time.monotonic() + rng.uniform(4.0, 25.0) if kills < 3 else float("inf")
-        while proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if proc.poll() is None:
+        try:
+            proc.wait(rng.uniform(4.0, 25.0) if kills < 3 else None)
+        except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         stdout, stderr = proc.communicate(timeout=60)
