@@ -15,6 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.errors import CameraError, ModelError, VisionError
+from controller.rules.melds import Meld
+from controller.rules.tiles import Tile, parse_tiles
 from vision.detection import TileDetection, box_iou
 from vision.labels import BACK, LABEL_NAMES
 from vision.recognizer import (
@@ -29,6 +31,7 @@ from vision.recognizer import (
 )
 from vision.rendering.faces import procedural_faces
 from vision.rendering.render import Camera, PlacedTile, render_scene
+from vision.rendering.table_scene import SeatLayout, TableLayout
 from vision.training.dataset import load_photos, tile_f1
 
 
@@ -617,6 +620,120 @@ def test_close_ups_are_read_again_shrunk(rec, monkeypatch):
     sizes.clear()
     TileRecognizer(input_size=256).detect(big.image)
     assert sizes == [256]
+
+
+# -- any scale: a close-up of one tile to a wide shot of the table ------------------------------
+
+
+def _close_up(labels, width, plane=(640, 480), seed=0):
+    """A row of tiles ``width`` pixels wide across the middle of a picture of felt."""
+    gap = width * 1.05
+    x0 = plane[0] / 2 - gap * (len(labels) - 1) / 2
+    tiles = [PlacedTile(k, (x0 + gap * i, plane[1] / 2), 0.0, width) for i, k in enumerate(labels)]
+    return render_scene(
+        tiles, procedural_faces(), plane_size=plane, rng=np.random.default_rng(seed), table="felt"
+    )
+
+
+@pytest.mark.parametrize(
+    "label, width, plane",
+    [
+        (17, 240, (640, 480)),  # 9p
+        (25, 300, (640, 480)),  # 8s
+        (13, 340, (640, 480)),  # 5p, as tall as the picture
+        (27, 300, (640, 480)),  # E
+        (35, 200, (640, 480)),  # a flower
+        (BACK, 260, (640, 480)),
+        (15, 700, (1280, 960)),  # 7p
+    ],
+)
+def test_a_close_up_of_one_tile_reads_as_that_tile(rec, label, width, plane):
+    # such a tile is 200-350 pixels wide at the finder's 640, far past the 12-80 it learnt:
+    # read at that size, its pips, sticks and strokes came out as 2-11 tiles
+    out = _close_up([label], width, plane, seed=label)
+    found = rec.detect(out.image)
+    assert [d.label for d in found] == [label]
+    assert box_iou(found[0].box, out.tiles[0].box) >= 0.5
+
+
+@pytest.mark.parametrize(
+    "labels, width",
+    [([0, 33], 240), ([8, 27], 260), ([40, 33], 250), ([2, 23], 190), ([28, 14, 9], 185)],
+)
+def test_a_close_up_of_a_few_tiles_reads_each_once(rec, labels, width):
+    out = _close_up(labels, width, seed=len(labels))
+    found = rec.detect(out.image)
+    assert sorted(d.label for d in found) == sorted(labels)
+    assert _score(found, out.tiles) == (1.0, 0)
+
+
+WIDE_SHOT = TableLayout(
+    (
+        SeatLayout(
+            flowers=(Tile.SPRING, Tile.ORCHID),
+            melds=(Meld.of("pung", "EEE", 2), Meld.of("chow", "345p", 3)),
+        ),
+        SeatLayout(melds=(Meld.of("concealed_kong", "9999s"), Meld.of("kong", "CCCC", 0))),
+        SeatLayout(melds=(Meld.of("added_kong", "1111m", 1),), flowers=(Tile.WINTER,)),
+        SeatLayout(open_tiles=tuple(parse_tiles("22m 456m 789p 444s"))),
+    ),
+    discards=tuple(parse_tiles("28m 28p 28s ESWN")),
+    walls=True,
+)
+
+
+def test_a_wide_shot_of_the_table_still_reads_every_tile(rec, sim_camera, monkeypatch):
+    frame = sim_camera.render(WIDE_SHOT)
+    sizes = []
+    real = TileRecognizer._run_finder
+
+    def spy(self, img, start, size):
+        sizes.append(size)
+        return real(self, img, start, size)
+
+    monkeypatch.setattr(TileRecognizer, "_run_finder", spy)
+    found = rec.detect(frame.image)
+    # the coarse look ran, and what it took for tiles (the walls' square, clumps of tiles)
+    # held too few of the frame's tiles to be read again shrunk
+    assert sizes == [640, 128]
+    assert len(frame.truths) > 80
+    recall, extra = _score(found, frame.truths)
+    assert recall == 1.0 and extra <= 5  # measured 97 of 97, 3 extra
+
+
+def _lit_wall() -> np.ndarray:
+    y, x = np.mgrid[0:960, 0:1280]
+    light = 1.0 - 0.25 * (((x - 500) / 900) ** 2 + ((y - 400) / 700) ** 2)
+    return np.clip(np.array([190, 205, 215]) * light[..., None], 0, 255).astype(np.uint8)
+
+
+def _bare(table: str, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return render_scene([], procedural_faces(), plane_size=(640, 480), rng=rng, table=table).image
+
+
+def _noise(shape: tuple[int, ...]) -> np.ndarray:
+    picture = np.random.default_rng(sum(shape)).integers(0, 256, shape, dtype=np.uint8)
+    return picture if len(shape) == 3 else cv2.cvtColor(picture, cv2.COLOR_GRAY2BGR)
+
+
+@pytest.mark.parametrize(
+    "picture",
+    [
+        lambda: _bare("felt", 1),
+        lambda: _bare("felt", 4),
+        lambda: _bare("wood", 2),
+        _lit_wall,
+        lambda: np.full((480, 640, 3), 235, np.uint8),
+        # random noise read as 230-570 tiles before it was smoothed
+        lambda: _noise((480, 640, 3)),
+        lambda: _noise((960, 1280)),
+        lambda: _noise((120, 160, 3)),
+    ],
+    ids=["felt", "felt-2", "wood", "lit-wall", "white", "noise", "grey-noise-1280", "noise-160"],
+)
+def test_a_picture_without_tiles_reads_nothing(rec, picture):
+    assert rec.detect(picture()) == []
 
 
 # -- bad pictures -----------------------------------------------------------------------------

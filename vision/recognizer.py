@@ -35,7 +35,7 @@ import cv2
 import numpy as np
 
 from controller.errors import ModelError, VisionError
-from vision import model_manifest
+from vision import model_manifest, scale
 from vision.camera import as_bgr as _as_bgr
 from vision.confidence import TEMPERATURE_RANGE, temper
 from vision.detection import Box, TileDetection, box_intersections, is_box, reading_order
@@ -373,12 +373,21 @@ class TileRecognizer:
         """The finder's tiles in a picture: ``(box, score, angle, face_down)`` each (see
         :func:`decode_finder`), boxes in picture pixels.
 
-        The finder knows tiles of about 12-80 pixels. When the tiles it finds at the usual
-        size are wider than ``rescale_above`` finder pixels (a close-up photo), it looks again
-        at the picture shrunk so that they are about ``rescale_to``, and keeps that reading."""
+        The finder knows tiles of about 12-80 pixels. A close-up's tiles are larger, and it
+        takes their pips for tiles: a coarse look at the picture (a fifth of the usual size)
+        finds them whole, and where tiles it finds too large for the usual look hold most of
+        what the usual look found, as their pieces, and read as tiles, the picture is read
+        again shrunk so that they are about ``rescale_to`` wide (see :mod:`vision.scale`).
+        Otherwise, when the tiles found at the usual size are wider than ``rescale_above``
+        finder pixels, it looks again at the picture shrunk so that they are about
+        ``rescale_to``. Either way it keeps the second reading."""
         img = _picture(image)
         size = self.input_size
         found = self._find_at(img, size)
+        if self.rescale:
+            closer = self._close_up(img, found)
+            if closer is not None:
+                return closer
         if self.rescale and found:
             short = float(np.median([min(b[2], b[3]) for b, *_ in found]))
             seen = short * size / max(img.shape[:2])
@@ -388,6 +397,31 @@ class TileRecognizer:
                     found = self._find_at(img, smaller)
         return found
 
+    def _close_up(
+        self, img: np.ndarray, found: list[tuple[Box, float, float, float]]
+    ) -> list[tuple[Box, float, float, float]] | None:
+        """The reading of a close-up at the size its tiles call for, or None where the coarse
+        look finds no close-up's tiles (or the shrunk look finds no tile at all)."""
+        size = self.input_size
+        coarse_size = scale.coarse_input(size)
+        if coarse_size >= size:
+            return None
+        side = max(img.shape[:2])
+        coarse = self._run_finder(img, scale.halved(img, coarse_size), coarse_size)
+        tiles = scale.close_up_tiles(coarse, found, side=side, input_size=size)
+        # a table frame's coarse tiles hold a few of its tiles at most: read none of them
+        if not tiles or not scale.covers(tiles, found):
+            return None
+        winners = scale.confirmed(tiles, self.classify(img, [t[0] for t in tiles]))
+        if not winners or not scale.covers(winners, found):
+            return None
+        smaller = scale.close_up_input(
+            winners, side=side, input_size=size, rescale_to=self.rescale_to
+        )
+        if smaller >= size:
+            return None
+        return self._find_at(img, smaller) or None
+
     RESCALE_ABOVE = model_manifest.RESCALE_ABOVE
     """Default ``rescale_above``: the median tile width (finder pixels) above which a picture
     is read again shrunk."""
@@ -395,13 +429,28 @@ class TileRecognizer:
     """Default ``rescale_to``: the tile width (finder pixels) such a close-up is shrunk to."""
 
     def _find_at(self, img: np.ndarray, size: int) -> list[tuple[Box, float, float, float]]:
+        return self._run_finder(img, img, size)
+
+    def _run_finder(
+        self, img: np.ndarray, start: np.ndarray, size: int
+    ) -> list[tuple[Box, float, float, float]]:
+        """The finder's tiles in ``img`` (boxes in its pixels), read from ``start`` (``img``
+        itself, or already shrunk by the coarse look) scaled so its longer side is ``size``."""
         h, w = img.shape[:2]
-        s = size / max(h, w)
-        nw, nh = max(1, round(w * s)), max(1, round(h * s))
+        sh, sw = start.shape[:2]
+        s = size / max(sh, sw)
+        nw, nh = max(1, round(sw * s)), max(1, round(sh * s))
         pw, ph = -(-nw // 32) * 32, -(-nh // 32) * 32
+        # pixel noise far stronger than the finder learnt reads as tiles everywhere: it is
+        # smoothed where it is finest, after shrinking or before enlarging (interpolated, it
+        # is hidden from the noise measure but not from the finder)
+        if s >= 1:
+            start = scale.smooth_noise(start)
         small = cv2.resize(
-            img, (nw, nh), interpolation=cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR
+            start, (nw, nh), interpolation=cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR
         )
+        if s < 1:
+            small = scale.smooth_noise(small)
         if (pw, ph) != (nw, nh):
             small = cv2.copyMakeBorder(small, 0, ph - nh, 0, pw - nw, cv2.BORDER_REPLICATE)
         # onnxruntime copies a strided array slowly: hand it a contiguous one
