@@ -1140,3 +1140,39 @@ def test_a_meld_last_read_unsure_and_then_out_of_sight_stays_flagged():
         assert table.frame() == []
         view = table.tracker.view(0)
         assert len(view.melds) == 1 and view.melds[0].needs_confirmation
+
+
+@pytest.mark.parametrize("frames", [2, 3, 4])  # five would settle it: a change, flagged
+def test_a_meld_seen_in_part_for_a_few_frames_is_not_put_in_doubt(frames):
+    # the simulated table's hand 28 (seed 1): one tile of a settled [333p] read face down in
+    # two frames left "[pung? 3p 3p]", and the winner was asked about a meld read right
+    from vision.labels import BACK
+
+    pung = Meld.of("pung", "333p", 3)
+    table = Reads(TableLayout().with_seat(2, melds=(pung,)))
+    for _ in range(6):
+        table.frame()
+    threes = [i for i, p in enumerate(table.placed) if p.label == int(parse_tiles("3p")[0])]
+    for _ in range(frames):
+        assert table.frame({threes[1]: (BACK, 0.9)}) == []
+    view = table.tracker.view(2)
+    assert not view.needs_confirmation and view.notes == ()
+    for _ in range(3):
+        assert table.frame() == []
+    view = table.tracker.view(2)
+    assert not view.needs_confirmation and [m.meld for m in view.melds] == [pung]
+
+
+def test_a_part_that_is_not_the_melds_tiles_still_disputes_it():
+    # one tile read face down and another as 4p: not the pung seen in part
+    from vision.labels import BACK
+
+    table = Reads(TableLayout().with_seat(2, melds=(Meld.of("pung", "333p", 3),)))
+    for _ in range(6):
+        table.frame()
+    threes = [i for i, p in enumerate(table.placed) if p.label == int(parse_tiles("3p")[0])]
+    four = int(parse_tiles("4p")[0])
+    for _ in range(3):
+        table.frame({threes[0]: (four, 0.9), threes[1]: (BACK, 0.9)})
+    view = table.tracker.view(2)
+    assert view.needs_confirmation and "also read as [chow? 4p 3p]" in view.melds[0].note

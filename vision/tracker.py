@@ -268,8 +268,27 @@ def _disputes(r: _Track, t: _Track, settled: set[tuple[str, Any]]) -> bool:
         and (r.kind, r.key) != (t.kind, t.key)
         and not _grows_into(r.value, t.value)
         and not _grows_into(t.value, r.value)
+        and not _meld_in_part(r.value, t.value)
         and _overlaps(r.footprint, t.footprint)
     )
+
+
+def _meld_in_part(part: MeldView | TileRead, whole: MeldView | TileRead) -> bool:
+    """Whether ``part`` is ``whole`` with some of its tiles unseen (an arm over one of a
+    pung's tiles, a tile the finder missed): the same kind of meld, fewer tiles, each of
+    them one of the whole's. It says nothing against the whole, so it is no dispute: a
+    pung settled as [333p] and read as "[pung? 3p 3p]" in a few frames was put to the
+    players for nothing."""
+    if not (isinstance(part, MeldView) and isinstance(whole, MeldView)):
+        return False
+    if part.kind != whole.kind or not 0 < len(part.tiles) < len(whole.tiles):
+        return False
+    have = [int(t) for t in whole.tiles]
+    for t in part.tiles:
+        if int(t) not in have:
+            return False
+        have.remove(int(t))
+    return True
 
 
 def _grows_into(old: MeldView | TileRead, new: MeldView | TileRead) -> bool:
