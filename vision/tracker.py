@@ -80,6 +80,7 @@ so nothing is removed that is not replaced.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -283,12 +284,7 @@ def _meld_in_part(part: MeldView | TileRead, whole: MeldView | TileRead) -> bool
         return False
     if part.kind != whole.kind or not 0 < len(part.tiles) < len(whole.tiles):
         return False
-    have = [int(t) for t in whole.tiles]
-    for t in part.tiles:
-        if int(t) not in have:
-            return False
-        have.remove(int(t))
-    return True
+    return _tiles_within(part, whole)
 
 
 def _grows_into(old: MeldView | TileRead, new: MeldView | TileRead) -> bool:
@@ -296,12 +292,12 @@ def _grows_into(old: MeldView | TileRead, new: MeldView | TileRead) -> bool:
     kong's faces coming into view; anything else in its place contradicts it."""
     if not (isinstance(old, MeldView) and isinstance(new, MeldView)) or not new.kind.is_kong:
         return False
-    have = sorted(int(t) for t in new.tiles)
-    for t in old.tiles:
-        if int(t) not in have:
-            return False
-        have.remove(int(t))
-    return True
+    return _tiles_within(old, new)
+
+
+def _tiles_within(part: MeldView, whole: MeldView) -> bool:
+    """Whether every tile of ``part`` is one of ``whole``'s, each copy counted."""
+    return not Counter(part.tiles) - Counter(whole.tiles)
 
 
 def _reason(value: MeldView | TileRead) -> str:
