@@ -18,6 +18,7 @@ import argparse
 import json
 import signal
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -141,10 +142,12 @@ def sim_command(args: argparse.Namespace) -> int:
         return ExitCode.INPUT
     tally = _Tally()
     server = None
+    # the dashboard's session key and PIN live as long as this run: removed when it ends
+    board = tempfile.TemporaryDirectory(prefix="mahjong-sim-dashboard-")
     try:
         sim.start()
         if not args.headless:
-            server = _start_dashboard(sim, cfg)
+            server = _start_dashboard(sim, cfg, board.name)
             if server is None:
                 return ExitCode.HARDWARE
         if not args.json:
@@ -165,6 +168,7 @@ def sim_command(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
         sim.close()
+        board.cleanup()
     if not args.json:
         _say_totals(tally, totals)
     return ExitCode.NO if tally.wrong else ExitCode.OK
@@ -258,13 +262,11 @@ def _sim_config(args: argparse.Namespace) -> TableConfig:
     )
 
 
-def _start_dashboard(sim: TableSim, cfg: TableConfig) -> Server | None:
-    """The dashboard's server, on the simulated table; None (said) where it cannot listen."""
-    import tempfile
-
+def _start_dashboard(sim: TableSim, cfg: TableConfig, board: str) -> Server | None:
+    """The dashboard's server on the simulated table, its data in ``board``; None (said)
+    where it cannot listen."""
     from webui.server import start_dashboard
 
-    board = tempfile.mkdtemp(prefix="mahjong-sim-dashboard-")
     try:
         server = start_dashboard(
             sim.runtime,

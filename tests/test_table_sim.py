@@ -126,9 +126,13 @@ def test_sim_command_refuses_dashboard_confirmation_without_a_dashboard(
 
 
 def test_sim_command_says_when_the_dashboard_cannot_listen(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import socket
+    import tempfile
+
+    # the dashboard's data lives as long as the run: none is left behind, even by a failure
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
     from controller.cli import main
     from controller.exit_codes import ExitCode
@@ -141,6 +145,7 @@ def test_sim_command_says_when_the_dashboard_cannot_listen(
         assert main(argv) == ExitCode.HARDWARE
     err = capsys.readouterr().err
     assert f"the dashboard cannot listen on 127.0.0.1:{port}" in err and "--headless" in err
+    assert not list(tmp_path.glob("mahjong-sim-dashboard-*"))
 
 
 def test_the_simulator_refuses_an_unknown_confirmer() -> None:
