@@ -54,6 +54,32 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked ``long(seconds)`` run first, longest first, each followed by one
+    other test.
+
+    Under ``-n`` (pytest-xdist, ``--maxschedchunk 1`` as the README's command gives it) each
+    worker starts on the first two tests it is sent and is then sent the next test whenever
+    it finishes one: the long tests are begun at once, on different workers, and the short
+    ones fill in around them. Left in file order, three long tests could queue on one worker
+    and end the run minutes after the rest. Run serially, the order changes nothing else: no
+    test depends on another's."""
+    long = sorted(
+        (i for i in items if i.get_closest_marker("long") is not None),
+        key=lambda i: -float(i.get_closest_marker("long").args[0]),  # type: ignore[union-attr]
+    )
+    if not long:
+        return
+    chosen = set(map(id, long))
+    rest = [i for i in items if id(i) not in chosen]
+    ordered: list[pytest.Item] = []
+    for test in long:
+        ordered.append(test)
+        if rest:
+            ordered.append(rest.pop(0))
+    items[:] = ordered + rest
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The shared data folder. Where it is absent the test is skipped with the reason, unless

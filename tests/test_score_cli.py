@@ -244,6 +244,7 @@ def mutated_wins(draw: st.DrawFn) -> str:
     return text
 
 
+@pytest.mark.long(25)
 @given(mutated_wins())
 @settings(
     max_examples=2000,

@@ -41,6 +41,7 @@ LONG_S = 1200
 
 
 @pytest.mark.timeout(LONG_S)
+@pytest.mark.long(205)
 def test_ten_seeded_hands_settle_as_the_bots_truly_played_them(tmp_path: Path) -> None:
     db = tmp_path / "table.sqlite"
     with TableSim(seed=2026, db=db) as sim:
@@ -63,6 +64,7 @@ def test_ten_seeded_hands_settle_as_the_bots_truly_played_them(tmp_path: Path) -
 
 
 @pytest.mark.timeout(LONG_S)
+@pytest.mark.long(75)
 def test_a_restarted_table_finishes_the_hand_it_was_playing(tmp_path: Path) -> None:
     db = tmp_path / "table.sqlite"
     with TableSim(seed=5, db=db) as sim:
@@ -82,6 +84,7 @@ def test_a_restarted_table_finishes_the_hand_it_was_playing(tmp_path: Path) -> N
     ]
 
 
+@pytest.mark.long(27)
 def test_sim_command_prints_each_settlement_with_its_working(tmp_path: Path) -> None:
     out = subprocess.run(
         [
@@ -225,6 +228,7 @@ def _run_sim(db: Path, hands: int) -> subprocess.Popen[str]:
 
 
 @pytest.mark.timeout(LONG_S)
+@pytest.mark.long(115)
 def test_kill_9_at_random_moments_loses_nothing_settled(tmp_path: Path) -> None:
     db = tmp_path / "table.sqlite"
     rng = random.Random(4)

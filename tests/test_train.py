@@ -400,6 +400,7 @@ def test_tilted_crops_frame_the_tile_as_the_recognisers_crop_would(any_tilt):
         assert squarish == 0.0
 
 
+@pytest.mark.long(20)
 def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
     out = tmp_path / "model"
     logs: list[str] = []

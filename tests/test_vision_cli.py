@@ -166,6 +166,7 @@ def test_train_looks_where_the_shared_data_variable_says(tmp_path, capsys, monke
     assert f"no training data at {tmp_path / 'elsewhere'}" in capsys.readouterr().err
 
 
+@pytest.mark.long(20)
 def test_train_tiny(tmp_path, shared_data, capsys):
     pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
     out = tmp_path / "m"
@@ -272,6 +273,7 @@ def test_train_options_that_would_be_ignored_or_overwrite_the_shipped_model_are_
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.long(22)
 def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, shared_data, capsys):
     import shutil
 
@@ -370,6 +372,7 @@ def _float_model(out: Path) -> Path:
     return out
 
 
+@pytest.mark.long(20)
 def test_quantise_makes_a_models_classifier_int8_and_tunes_it_again(tmp_path, shared_data, capsys):
     pytest.importorskip("torch", reason="the train extra (PyTorch, onnx) is not installed")
     from vision.training.dataset import load_photos
