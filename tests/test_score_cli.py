@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -252,13 +251,13 @@ def mutated_wins(draw: st.DrawFn) -> str:
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-def test_mutated_wins_end_in_0_1_or_2_with_one_line_never_a_traceback(text):
+def test_mutated_wins_end_in_0_1_or_2_with_one_line_never_a_traceback(fuzz_dir, text):
     from controller.cli import main
 
     start = time.monotonic()
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["score", "--json", _fuzz_file(text)])
+        code = main(["score", "--json", _fuzz_file(fuzz_dir, text)])
     assert time.monotonic() - start < 2, text[:300]
     assert code in (0, 1, 2), (code, err.getvalue())
     if code == 2:
@@ -269,11 +268,15 @@ def test_mutated_wins_end_in_0_1_or_2_with_one_line_never_a_traceback(text):
         assert err.getvalue() == "" and json.loads(out.getvalue())
 
 
-_FUZZ_DIR = tempfile.mkdtemp(prefix="win-fuzz-")
+@pytest.fixture(scope="module")
+def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # (module-scoped: hypothesis runs every example in one call of the test; pytest removes
+    # the folder with its other temporary folders, where mkdtemp left one behind every run)
+    return tmp_path_factory.mktemp("win-fuzz")
 
 
-def _fuzz_file(text: str) -> str:
-    path = os.path.join(_FUZZ_DIR, "win.json")
+def _fuzz_file(folder: Path, text: str) -> str:
+    path = os.path.join(folder, "win.json")
     with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
         f.write(text)
     return path
