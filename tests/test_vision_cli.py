@@ -282,13 +282,9 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     from vision.training.train import REREADS, RESCALES, THRESHOLDS
 
     # a few validation photos, in the shared data's layout
-    data = tmp_path / "data"
-    for sub in ("images", "labels"):
-        (data / "real-photos" / sub).mkdir(parents=True)
-    for p in load_photos(shared_data / "real-photos", ["validation"])[:6]:
-        label = p.path.parent.parent / "labels" / (p.path.stem + ".txt")
-        (data / "real-photos" / "images" / p.path.name).symlink_to(p.path)
-        (data / "real-photos" / "labels" / label.name).symlink_to(label)
+    data = _data_folder(
+        tmp_path / "data", load_photos(shared_data / "real-photos", ["validation"])[:6]
+    )
     model = tmp_path / "model"
     shutil.copytree(DEFAULT_MODEL_DIR, model)
     weights = (model / "finder.onnx").read_bytes()
@@ -336,13 +332,9 @@ def test_calibrate_confidence_fits_the_temperature_alone(
     from vision.training import confidence_fit
     from vision.training.dataset import load_photos
 
-    data = tmp_path / "data"
-    for sub in ("images", "labels"):
-        (data / "real-photos" / sub).mkdir(parents=True)
-    for p in load_photos(shared_data / "real-photos", ["validation"])[:6]:
-        label = p.path.parent.parent / "labels" / (p.path.stem + ".txt")
-        (data / "real-photos" / "images" / p.path.name).symlink_to(p.path)
-        (data / "real-photos" / "labels" / label.name).symlink_to(label)
+    data = _data_folder(
+        tmp_path / "data", load_photos(shared_data / "real-photos", ["validation"])[:6]
+    )
     model = tmp_path / "model"
     shutil.copytree(DEFAULT_MODEL_DIR, model)
     before = json.loads((model / "model.json").read_text())
@@ -365,6 +357,18 @@ def test_calibrate_confidence_fits_the_temperature_alone(
     assert "each take a model: give one of them" in capsys.readouterr().err
 
 
+def _data_folder(data: Path, photos: list) -> Path:
+    """A data folder in the shared data's layout holding these photos alone (linked, not
+    copied): the few that `train --retune`, `--quantise` or `--calibrate-confidence` read."""
+    for sub in ("images", "labels"):
+        (data / "real-photos" / sub).mkdir(parents=True)
+    for p in photos:
+        label = p.path.parent.parent / "labels" / (p.path.stem + ".txt")
+        (data / "real-photos" / "images" / p.path.name).symlink_to(p.path)
+        (data / "real-photos" / "labels" / label.name).symlink_to(label)
+    return data
+
+
 def _float_model(out: Path) -> Path:
     from vision.training.train import TrainConfig, train
 
@@ -378,15 +382,9 @@ def test_quantise_makes_a_models_classifier_int8_and_tunes_it_again(tmp_path, sh
     from vision.training.dataset import load_photos
     from vision.training.quantise import is_quantised
 
-    data = tmp_path / "data"
-    for sub in ("images", "labels"):
-        (data / "real-photos" / sub).mkdir(parents=True)
     photos = load_photos(shared_data / "real-photos", ["validation"])[:3]
     photos += load_photos(shared_data / "real-photos", ["train"])[:3]
-    for p in photos:
-        label = p.path.parent.parent / "labels" / (p.path.stem + ".txt")
-        (data / "real-photos" / "images" / p.path.name).symlink_to(p.path)
-        (data / "real-photos" / "labels" / label.name).symlink_to(label)
+    data = _data_folder(tmp_path / "data", photos)
     model = _float_model(tmp_path / "model")
     finder = (model / "finder.onnx").read_bytes()
     argv = ["train", "--data", str(data), "--tune-tables", "1"]
