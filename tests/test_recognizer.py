@@ -21,6 +21,8 @@ from vision.detection import TileDetection, box_iou
 from vision.labels import BACK, LABEL_NAMES
 from vision.recognizer import (
     DEFAULT_MODEL_DIR,
+    ONE_TILE,
+    SPANS_TWO,
     TileRecognizer,
     _nms,
     _reading_order,
@@ -813,13 +815,58 @@ def test_overlapping_peaks_are_suppressed():
     assert [round(f[1], 2) for f in found] == [0.9, 0.7]
 
 
-def _nms_reference(boxes, iou, inside=0.7):
+def _row_heatmap(pair_box_w: float):
+    """Peaks of a row of six tiles 8 finder cells apart (32 px boxes, 28 px wide) and, beside
+    it, two tiles 4 cells apart whose better peak's box is ``pair_box_w`` px wide."""
+    hm = np.zeros((1, 20, 60), np.float32)
+    reg = np.zeros((6, 20, 60), np.float32)
+    for k in range(6):
+        hm[0, 4, 4 + 8 * k] = 0.9
+        reg[2:4, 4, 4 + 8 * k] = np.log(7.0), np.log(8.0)
+    hm[0, 14, 10], hm[0, 14, 14] = 0.6, 0.55
+    reg[:, 14, 10] = [2.0, 0, np.log(pair_box_w / 4), np.log(8.0), 0, 0]  # centred on both
+    reg[:, 14, 14] = [0, 0, np.log(7.0), np.log(8.0), 0, 0]
+    return hm, reg
+
+
+def test_two_small_tiles_in_one_box_are_read_as_two():
+    # the better peak's box takes in both tiles (56 px, two tiles' width): the second tile's
+    # peak, wholly inside it, is kept, and the wide box is cut back to the first tile
+    found = decode_finder(*_row_heatmap(56.0), 0.3)
+    assert len(found) == 8
+    pair = sorted((f[0] for f in found if f[0][1] > 30), key=lambda b: b[0])
+    assert pair == [pytest.approx((20, 40, 22, 32)), pytest.approx((42, 40, 28, 32))]
+    # without a row to tell a tile's size, the box is left whole and the second peak goes
+    hm, reg = _row_heatmap(56.0)
+    hm[0, 4] = 0
+    assert [f[0] for f in decode_finder(hm, reg, 0.3)] == [pytest.approx((20, 40, 56, 32))]
+
+
+def test_a_peak_on_part_of_a_tile_of_the_usual_size_still_goes():
+    # the same two peaks, the better box one tile wide (as on a large tile): the inside rule
+    # holds, and nothing is cut
+    found = decode_finder(*_row_heatmap(36.0), 0.3)
+    pair = [f[0] for f in found if f[0][1] > 30]
+    assert len(found) == 7 and pair == [pytest.approx((30, 40, 36, 32))]
+
+
+def _nms_reference(boxes, iou, inside=0.7, tile_area=None):
+    def area(b):
+        return float(b[2]) * float(b[3])
+
+    def spans_two_over_one(better, b):
+        return (
+            tile_area is not None
+            and area(better) > SPANS_TWO * tile_area
+            and area(b) < ONE_TILE * tile_area
+        )
+
     keep = []
     for i, b in enumerate(boxes):
         bx = tuple(float(v) for v in b)
         if all(
             box_iou(tuple(float(v) for v in boxes[k]), bx) <= iou
-            and _covered(boxes[k], b) <= inside
+            and (_covered(boxes[k], b) <= inside or spans_two_over_one(boxes[k], b))
             for k in keep
         ):
             keep.append(i)
@@ -840,10 +887,11 @@ def _covered(better, box) -> float:
         max_size=25,
     ),
     st.sampled_from([0.3, 0.55, 0.8]),
+    st.sampled_from([None, 30.0, 200.0]),
 )
-def test_suppression_is_the_plain_greedy_one(boxes, iou):
+def test_suppression_is_the_plain_greedy_one(boxes, iou, tile_area):
     arr = np.array(boxes, np.float32).reshape(-1, 4)
-    assert _nms(arr, iou) == _nms_reference(arr, iou)
+    assert _nms(arr, iou, tile_area=tile_area) == _nms_reference(arr, iou, tile_area=tile_area)
 
 
 # -- calibrated confidence --------------------------------------------------------------------

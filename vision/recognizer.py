@@ -89,10 +89,15 @@ def decode_finder(
     w = np.exp(np.clip(reg[2], -3, 7)) * stride * scale[0]
     h = np.exp(np.clip(reg[3], -3, 7)) * stride * scale[1]
     angles = 0.5 * np.arctan2(reg[5], reg[4])
-    keep = _nms(np.stack([cx - w / 2, cy - h / 2, w, h], axis=1), nms_iou)
+    boxes = np.stack([cx - w / 2, cy - h / 2, w, h], axis=1)
+    # a tile's usual size in this picture, from all its peaks (a few peaks say too little)
+    tile_area = float(np.median(w * h)) if len(boxes) >= MIN_PEAKS_FOR_SIZE else None
+    keep = _nms(boxes, nms_iou, tile_area=tile_area)
+    if tile_area is not None:
+        boxes = _parted_pairs(boxes, keep, tile_area)
     return [
         (
-            (float(cx[i] - w[i] / 2), float(cy[i] - h[i] / 2), float(w[i]), float(h[i])),
+            (float(boxes[i, 0]), float(boxes[i, 1]), float(boxes[i, 2]), float(boxes[i, 3])),
             float(scores[i]),
             float(angles[i]),
             float(down[i]),
@@ -101,18 +106,65 @@ def decode_finder(
     ]
 
 
-def _nms(boxes: np.ndarray, iou: float, inside: float = 0.7) -> list[int]:
+MIN_PEAKS_FOR_SIZE = 3
+"""Peaks a picture needs before the median of their boxes is taken for a tile's size."""
+SPANS_TWO = 1.6
+"""A box over this many tiles' area may hold two tiles side by side."""
+ONE_TILE = 1.25
+"""A box under this many tiles' area holds one tile at most."""
+
+
+def _parted_pairs(boxes: np.ndarray, keep: list[int], tile_area: float) -> np.ndarray:
+    """``boxes`` with each kept box that spans two tiles (over :data:`SPANS_TWO` tiles' area)
+    cut back to the part beside a kept tile-sized box lying mostly inside it.
+
+    Two small tiles side by side (about 13 finder pixels each, a far seat's row) can give
+    one box round both at the higher peak and a tile's box at the other: the pair is two
+    tiles, and the classifier reads each rightly only from its own crop."""
+    area = boxes[:, 2] * boxes[:, 3]
+    out = boxes.copy()
+    for i in keep:
+        if area[i] <= SPANS_TWO * tile_area:
+            continue
+        x0, y0, w, h = (float(v) for v in boxes[i])
+        x1, y1 = x0 + w, y0 + h
+        for j in keep:
+            if j == i or area[j] >= ONE_TILE * tile_area:
+                continue
+            jx0, jy0, jw, jh = (float(v) for v in boxes[j])
+            jx1, jy1 = jx0 + jw, jy0 + jh
+            shared = max(0.0, min(x1, jx1) - max(x0, jx0)) * max(0.0, min(y1, jy1) - max(y0, jy0))
+            if shared < 0.5 * jw * jh:
+                continue
+            # cut along the axis the two lie side by side on, keeping the far side
+            dx, dy = (jx0 + jx1 - x0 - x1) / 2, (jy0 + jy1 - y0 - y1) / 2
+            if abs(dx) >= abs(dy):
+                x0, x1 = (x0, max(x0 + 1, jx0)) if dx > 0 else (min(x1 - 1, jx1), x1)
+            else:
+                y0, y1 = (y0, max(y0 + 1, jy0)) if dy > 0 else (min(y1 - 1, jy1), y1)
+        out[i] = (x0, y0, x1 - x0, y1 - y0)
+    return out
+
+
+def _nms(
+    boxes: np.ndarray, iou: float, inside: float = 0.7, tile_area: float | None = None
+) -> list[int]:
     """Greedy suppression of boxes (x, y, w, h) sorted best first: a box goes when its IoU
     with a better one passes ``iou``, or when a better one covers more than ``inside`` of it
-    (a second peak on part of a large tile). Returns the kept indices."""
+    (a second peak on part of a large tile). Returns the kept indices.
+
+    Given a tile's usual area in the picture, a tile-sized box (under :data:`ONE_TILE`) inside
+    a better one that spans two (over :data:`SPANS_TWO`) goes only by ``iou``: it is more
+    likely the second of two tiles than a part of one (see :func:`_parted_pairs`)."""
     area = boxes[:, 2] * boxes[:, 3]
     # all pairs at once (a frame has about a hundred peaks): row i says which boxes box i
     # suppresses; the greedy pass below then only walks the rows
     inter = box_intersections(boxes, boxes)
-    over = (inter / np.maximum(area[:, None] + area - inter, 1e-9) > iou) | (
-        inter / np.maximum(area, 1e-9) > inside
-    )
-    over = np.triu(over, 1)
+    by_iou = inter / np.maximum(area[:, None] + area - inter, 1e-9) > iou
+    by_inside = inter / np.maximum(area, 1e-9) > inside
+    if tile_area is not None:
+        by_inside &= ~((area[:, None] > SPANS_TWO * tile_area) & (area < ONE_TILE * tile_area))
+    over = np.triu(by_iou | by_inside, 1)
     alive = np.ones(len(boxes), bool)
     keep = []
     for i in range(len(boxes)):
