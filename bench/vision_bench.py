@@ -429,6 +429,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--no-refine", action="store_true", help="keep the finder's boxes (the box output's worth)"
     )
+    ap.add_argument(
+        "--classifier-weights",
+        choices=("auto", "stored", "signed"),
+        default="auto",
+        help="an int8 classifier's weights as stored (exact on every CPU), signed (fast, exact "
+        "only with VNNI), or as the recogniser chooses for this CPU (default)",
+    )
     args = ap.parse_args(argv)
     for name in ("frames", "repeat", "rounds", "limit"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
@@ -445,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    rec = TileRecognizer(args.model, threads=2, refine=not args.no_refine)
+    signed = {"auto": None, "stored": False, "signed": True}[args.classifier_weights]
+    rec = TileRecognizer(args.model, threads=2, refine=not args.no_refine, signed_weights=signed)
     photos = load_photos(args.data / "real-photos", ["held_out"])[: args.limit]
     if not photos:
         print(
@@ -708,7 +716,8 @@ def _frame_latency(
     """Print the latency per photo (timed as the photos were counted) and per rendered table
     frame, ours and the peer's, into ``figures`` too; returns the frames."""
     use_peer = counts.use_peer
-    print("latency (median, 2 CPU threads each):")
+    print(f"latency (median, 2 CPU threads each; classifier weights {rec.classifier_weights}):")
+    figures["classifier_weights"] = rec.classifier_weights
     our_photo = statistics.median(counts.our_times)
     print(f"  640x640 photo: ours {our_photo * 1000:.0f} ms", end="")
     if use_peer:

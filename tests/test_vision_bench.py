@@ -102,11 +102,15 @@ def test_each_flower_is_counted_plainly_and_as_any_flower():
 def test_a_short_run_prints_and_writes_its_figures(shared_data, tmp_path, capsys):
     out = tmp_path / "figures.json"
     argv = ["--data", str(shared_data), "--limit", "3", "--frames", "1", "--repeat", "1",
-            "--rounds", "1", "--table-frames", "1", "--no-peer", "--json", str(out)]  # fmt: skip
+            "--rounds", "1", "--table-frames", "1", "--no-peer", "--json", str(out),
+            "--classifier-weights", "stored"]  # fmt: skip
     assert vision_bench.main(argv) == 0
     printed = capsys.readouterr().out
     figures = json.loads(out.read_text())
     assert figures["photos"] == 3
+    # the weights as asked, said beside the latency they explain
+    assert figures["classifier_weights"] == "as stored"
+    assert "classifier weights as stored" in printed
     # without a peer run there are no peer figures to mistake for the peer's
     assert not any(name.startswith("peer") for name in figures["accuracy"])
     assert figures["latency_ms"]["frame"] > 0 and figures["memory_mb"]["peak"] > 0

@@ -35,7 +35,7 @@ import cv2
 import numpy as np
 
 from controller.errors import ModelError, VisionError
-from vision import model_manifest, scale
+from vision import int8_weights, model_manifest, scale
 from vision.camera import as_bgr as _as_bgr
 from vision.confidence import TEMPERATURE_RANGE, temper
 from vision.detection import Box, TileDetection, box_intersections, is_box, reading_order
@@ -230,7 +230,10 @@ class TileRecognizer:
     the classifier's boxes replace the finder's (default: the manifest's ``refine``, true;
     always false for a model without that output); ``temperature`` the one the reported
     probabilities are tempered by (default: the manifest's ``confidence_temperature``, see
-    :mod:`vision.confidence`).
+    :mod:`vision.confidence`); ``signed_weights`` whether a quantised classifier's weights
+    are loaded signed, the fast form, which only a CPU with VNNI sums exactly (default: on
+    such a CPU; see :mod:`vision.int8_weights`; the reads are the same either way).
+    ``classifier_weights`` says which form was loaded: ``"signed"`` or ``"as stored"``.
 
     Raises :class:`~controller.errors.ModelError` when the model is missing, corrupt or of
     the wrong shape.
@@ -248,6 +251,7 @@ class TileRecognizer:
         threads: int | None = None,
         refine: bool | None = None,
         temperature: float | None = None,
+        signed_weights: bool | None = None,
     ) -> None:
         # a folder written in code as "~/my-tiles" is the user's, as it is in the shell
         self.model_dir = (
@@ -277,7 +281,10 @@ class TileRecognizer:
         self._check_settings()
         threads = threads or max(1, min(4, os.cpu_count() or 1))
         self._finder = self._session(manifest.finder, threads)
-        self._classifier = self._session(manifest.classifier, threads)
+        if signed_weights is None:
+            signed_weights = int8_weights.cpu_sums_int8_exactly()
+        self.classifier_weights = "as stored"
+        self._classifier = self._session(manifest.classifier, threads, signed=signed_weights)
         self._check_shapes()
         self.head = self._load_head()
         if refine is not None:
@@ -339,12 +346,22 @@ class TileRecognizer:
 
     # -- loading ------------------------------------------------------------------------------
 
-    def _session(self, name: str, threads: int):
+    def _session(self, name: str, threads: int, *, signed: bool = False):
         import onnxruntime as ort
 
         path = self.model_dir / name
         if not path.is_file():
             raise ModelError(f"the model file {path} is missing")
+        model: str | bytes = str(path)
+        if signed:
+            try:
+                patched = int8_weights.signed_weights(path.read_bytes())
+            except OSError as exc:
+                raise ModelError(f"the model file {path} cannot be read: {exc}") from None
+            except ValueError:  # not a protobuf: onnxruntime says so below, as for any file
+                patched = None
+            if patched is not None:
+                model, self.classifier_weights = patched, "signed"
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -355,7 +372,7 @@ class TileRecognizer:
         # on the table's computer the camera, the controller and the dashboard need them too
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own untyped errors for bad files
             raise ModelError(f"the model file {path} is corrupt or not ONNX: {exc}") from None
 

@@ -300,7 +300,9 @@ def unsign_weights(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> 
     VNNI multiplies with an instruction that sums pairs of products into 16 bits and clips
     the sum, so the same model read a table differently there (6p for 7p, tiles for bare
     felt) than on a CPU with VNNI or on an ARM board. Unsigned weights take a path that sums
-    exactly on every CPU; symmetric int8 keeps the quantisation's precision."""
+    exactly on every CPU; symmetric int8 keeps the quantisation's precision. That path is
+    slow where VNNI would be exact: there :mod:`vision.int8_weights` signs them again as the
+    recogniser loads them."""
     onnx = _onnx()
     from onnx import numpy_helper
 
