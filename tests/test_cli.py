@@ -93,11 +93,14 @@ WIN_TEXT = (REPO / "examples" / "win.json").read_text(encoding="utf-8")
 # commands that start hardware, a simulator or long work are not fuzzed
 NOT_FUZZED = frozenset({"sim", "run", "sim-mcu", "sim-camera", "watch", "train", "enrol"})
 
-# values an argument may take: files that exist in the fuzz's folder, paths that do not,
-# numbers argparse takes but no command can use, text that would break a message
+# values an argument may take: files that exist in the fuzz's folder, paths that do not and
+# cannot be made, by root either (under a file: a command that makes its output folder, as
+# detect --annotate does, made /nonexistent/x when CI ran as root, and a later test found
+# /nonexistent a folder), numbers argparse takes but no command can use, text that would
+# break a message
 VALUES = [
     "", "-", "--", "0", "1", "-1", "0.5", "1e309", "nan", "inf", "99999999999999999999",
-    "x", "é", "五饼", "a\nb", "\x1b[31mred", "x" * 300, ".", "..", "/", "/nonexistent/x",
+    "x", "é", "五饼", "a\nb", "\x1b[31mred", "x" * 300, ".", "..", "/", "/dev/null/x", "win.json/x",
     "win.json", "bad.json", "big.json", "slow.json", "pic.png", "cut.png", "folder", "shanghai",
     "house", "on", "off", "0x1f", "7f", "new.toml", "out.csv",
 ]  # fmt: skip
@@ -111,8 +114,8 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 
 # the values most likely to break something, drawn more often
 HOSTILE = [
-    "x" * 300, "/nonexistent/x", "a\nb", "\x1b[31mred", "1e309", "nan", "-1", "slow.json",
-    "big.json", "bad.json", "cut.png", "folder", ".",
+    "x" * 300, "/dev/null/x", "win.json/x", "a\nb", "\x1b[31mred", "1e309", "nan", "-1",
+    "slow.json", "big.json", "bad.json", "cut.png", "folder", ".",
 ]  # fmt: skip
 # never a URL (device would try to reach it), never a NUL (no shell can pass one)
 NOISE = st.text(max_size=8).filter(lambda t: "://" not in t and "\x00" not in t)
