@@ -143,10 +143,12 @@ def sim_command(args: argparse.Namespace) -> int:
     tally = _Tally()
     server = None
     # the dashboard's session key and PIN live as long as this run: removed when it ends
-    board = tempfile.TemporaryDirectory(prefix="mahjong-sim-dashboard-")
+    # (a headless run has none; a run killed with SIGKILL cannot remove its own)
+    board: tempfile.TemporaryDirectory[str] | None = None
     try:
         sim.start()
         if not args.headless:
+            board = tempfile.TemporaryDirectory(prefix="mahjong-sim-dashboard-")
             server = _start_dashboard(sim, cfg, board.name)
             if server is None:
                 return ExitCode.HARDWARE
@@ -168,7 +170,8 @@ def sim_command(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
         sim.close()
-        board.cleanup()
+        if board is not None:
+            board.cleanup()
     if not args.json:
         _say_totals(tally, totals)
     return ExitCode.NO if tally.wrong else ExitCode.OK

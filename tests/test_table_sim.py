@@ -151,6 +151,35 @@ def test_sim_command_says_when_the_dashboard_cannot_listen(
     assert not list(tmp_path.glob("mahjong-sim-dashboard-*"))
 
 
+def test_a_headless_sim_makes_no_dashboard_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from controller.cli import main
+    from controller.exit_codes import ExitCode
+
+    # (the kill -9 test's headless runs each left one behind: nothing could remove it)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    made: list[str] = []
+    real = tempfile.TemporaryDirectory
+
+    def watched(*args, **kwargs):
+        made.append(kwargs.get("prefix", ""))
+        return real(*args, **kwargs)
+
+    def no_table(self: TableSim) -> None:
+        assert not made  # the moment a dashboard would have wanted its folder
+        raise SimError("the table stopped at once (this test's)")
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", watched)
+    monkeypatch.setattr(TableSim, "start", no_table)
+    assert main(["sim", "--headless", "--hands", "1", "--speed", "0"]) == ExitCode.HARDWARE
+    assert "the table stopped at once" in capsys.readouterr().err
+    assert not [m for m in made if m.startswith("mahjong-sim-dashboard")]
+    assert not list(tmp_path.iterdir())
+
+
 def test_the_simulator_refuses_an_unknown_confirmer() -> None:
     with pytest.raises(SimError, match='"players" or "dashboard", not \'bots\''):
         TableSim(confirm="bots")
