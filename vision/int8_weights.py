@@ -14,6 +14,7 @@ length, so a small protobuf walk finds the bytes to change.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,15 +33,22 @@ def cpu_sums_int8_exactly(cpuinfo: str | None = None) -> bool:
     set. Anything else, an ARM board included, or a system without ``/proc/cpuinfo``, keeps
     the weights as stored."""
     if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
-        except OSError:
-            return False
+        cpuinfo = _this_cpuinfo()
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
         if key.strip() == "flags":
             return not EXACT_INT8_FLAGS.isdisjoint(value.split())
     return False
+
+
+@functools.cache
+def _this_cpuinfo() -> str:
+    """This machine's /proc/cpuinfo, read once a process (every recogniser asks); empty
+    where there is none."""
+    try:
+        return Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return ""
 
 
 def signed_weights(model: bytes) -> bytes | None:

@@ -123,14 +123,13 @@ def _parted_pairs(boxes: np.ndarray, keep: list[int], tile_area: float) -> np.nd
     tiles, and the classifier reads each rightly only from its own crop."""
     area = boxes[:, 2] * boxes[:, 3]
     out = boxes.copy()
+    single = [j for j in keep if area[j] < ONE_TILE * tile_area]
     for i in keep:
         if area[i] <= SPANS_TWO * tile_area:
             continue
         x0, y0, w, h = (float(v) for v in boxes[i])
         x1, y1 = x0 + w, y0 + h
-        for j in keep:
-            if j == i or area[j] >= ONE_TILE * tile_area:
-                continue
+        for j in single:  # (never i: a box cannot be both)
             jx0, jy0, jw, jh = (float(v) for v in boxes[j])
             jx1, jy1 = jx0 + jw, jy0 + jh
             shared = max(0.0, min(x1, jx1) - max(x0, jx0)) * max(0.0, min(y1, jy1) - max(y0, jy0))
@@ -283,8 +282,9 @@ class TileRecognizer:
         self._finder = self._session(manifest.finder, threads)
         if signed_weights is None:
             signed_weights = int8_weights.cpu_sums_int8_exactly()
-        self.classifier_weights = "as stored"
-        self._classifier = self._session(manifest.classifier, threads, signed=signed_weights)
+        signed = self._signed_model(manifest.classifier) if signed_weights else None
+        self.classifier_weights = "as stored" if signed is None else "signed"
+        self._classifier = self._session(manifest.classifier, threads, model=signed)
         self._check_shapes()
         self.head = self._load_head()
         if refine is not None:
@@ -346,22 +346,28 @@ class TileRecognizer:
 
     # -- loading ------------------------------------------------------------------------------
 
-    def _session(self, name: str, threads: int, *, signed: bool = False):
+    def _signed_model(self, name: str) -> bytes | None:
+        """The model file ``name`` with its int8 weights signed (:mod:`vision.int8_weights`),
+        or None where it has none to sign, or is missing or not a protobuf (which
+        :meth:`_session` then says, as for any model file)."""
+        path = self.model_dir / name
+        if not path.is_file():
+            return None
+        try:
+            return int8_weights.signed_weights(path.read_bytes())
+        except OSError as exc:
+            raise ModelError(f"the model file {path} cannot be read: {exc}") from None
+        except ValueError:
+            return None
+
+    def _session(self, name: str, threads: int, *, model: bytes | None = None):
+        """An onnxruntime session of the model file ``name``, or of ``model``, the bytes it
+        was read into and changed to."""
         import onnxruntime as ort
 
         path = self.model_dir / name
         if not path.is_file():
             raise ModelError(f"the model file {path} is missing")
-        model: str | bytes = str(path)
-        if signed:
-            try:
-                patched = int8_weights.signed_weights(path.read_bytes())
-            except OSError as exc:
-                raise ModelError(f"the model file {path} cannot be read: {exc}") from None
-            except ValueError:  # not a protobuf: onnxruntime says so below, as for any file
-                patched = None
-            if patched is not None:
-                model, self.classifier_weights = patched, "signed"
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
@@ -372,7 +378,9 @@ class TileRecognizer:
         # on the table's computer the camera, the controller and the dashboard need them too
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+            return ort.InferenceSession(
+                str(path) if model is None else model, opts, providers=["CPUExecutionProvider"]
+            )
         except Exception as exc:  # onnxruntime raises its own untyped errors for bad files
             raise ModelError(f"the model file {path} is corrupt or not ONNX: {exc}") from None
 
