@@ -4,8 +4,9 @@ The quantised classifier is stored with its int8 weights as uint8 about 128
 (:func:`vision.training.quantise.unsign_weights`): onnxruntime sums uint8 by uint8 exactly on
 every CPU, where uint8 by int8 on an x86 CPU with AVX2 but no VNNI clips pairs of products
 to 16 bits and reads some tiles wrong. The exact path is slow, though: on a CPU with VNNI
-(``avx512_vnni`` or ``avx_vnni``), whose int8 instructions sum exactly, it took 37-39 ms per
-100 crops against 13-16 ms with the same weights signed. So on such a CPU the recogniser
+(``avx512_vnni`` or ``avx_vnni``), whose int8 instructions sum exactly, a 1280x960 table frame
+took 35 ms against 24 ms with the same weights signed (``python -m bench.vision_bench
+--classifier-weights stored``, then ``signed``). So on such a CPU the recogniser
 loads the classifier with its weights signed again: every weight byte and its zero point
 moved down by 128 (the same numbers, so the same reads to the bit), patched in place in the
 file's bytes. The run-time has no ``onnx`` package, and needs none: the patch changes no
