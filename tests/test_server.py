@@ -62,6 +62,23 @@ def test_stop_frees_the_port_and_is_safe_twice(app):
         s.bind(("127.0.0.1", port))
 
 
+def test_stop_works_when_its_trigger_can_no_longer_be_pulled(app, monkeypatch):
+    # (a CI run found the trigger's pipe closed under it, EBADF: stop raised and left the
+    # server running)
+    server = serve(app)
+    port = server.port
+    assert get(port, "/api/state")[0] == 200
+
+    def gone(self, thunk=None):
+        raise OSError(9, "Bad file descriptor")
+
+    monkeypatch.setattr(type(server._server.trigger), "pull_trigger", gone)
+    server.stop()
+    assert server._thread is not None and not server._thread.is_alive()
+    with pytest.raises(OSError):
+        get(port, "/api/state")
+
+
 def test_stop_ends_open_streams_promptly(app):
     server = Server(app).start()
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)

@@ -102,7 +102,13 @@ class Server:
         if server is None:
             return
         socket_map = server._map
-        server.trigger.pull_trigger(lambda: wasyncore.close_all(socket_map))
+        try:
+            server.trigger.pull_trigger(lambda: wasyncore.close_all(socket_map))
+        except OSError:
+            # the trigger's pipe was closed under it (a CI run saw EBADF here: some fd in the
+            # process closed twice, the number by then the trigger's): close from here, as
+            # below for a loop that missed the trigger
+            wasyncore.close_all(socket_map)
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():  # the loop missed the trigger: close from here
