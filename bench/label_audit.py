@@ -65,6 +65,10 @@ from vision.training.dataset import (
     tile_f1,
 )
 
+AUDITS = Path(__file__).resolve().parent / "audits"
+MEASURE_SHEETS = (AUDITS / "held_out_blind_seed0.csv", AUDITS / "held_out_blind_seed1_second.csv")
+"""The two blind audits of the held-out labels: the photos both call ``fits`` are the ones the
+vision target is measured over (:func:`measured_photos`)."""
 VERDICTS = ("fits", "misfit")
 """What an auditor may write in the ``verdict`` column (or leave it empty)."""
 BLIND_COLUMNS = ("rank", "photo", "source", "picture", "verdict")
@@ -159,10 +163,11 @@ def draw(img: np.ndarray, photo: LabelledPhoto, preds: list[Prediction] | None) 
     return out
 
 
-def read_verdicts(path: Path, photos: Sequence[LabelledPhoto]) -> dict[str, str]:
+def read_verdicts(path: Path, photos: Sequence[LabelledPhoto] | None) -> dict[str, str]:
     """``{photo file name: verdict}`` for the rows of an audit sheet whose verdict is filled
     in. :class:`AuditError` for a sheet without the ``photo`` and ``verdict`` columns, a
-    verdict other than :data:`VERDICTS`, a photo named twice, or one not in ``photos``."""
+    verdict other than :data:`VERDICTS`, a photo named twice, or one not in ``photos``
+    (``None``: the names are not checked against any photos)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -171,7 +176,7 @@ def read_verdicts(path: Path, photos: Sequence[LabelledPhoto]) -> dict[str, str]
     missing = {"photo", "verdict"} - set(rows.fieldnames or ())
     if missing:
         raise AuditError(f"{path} has no {' or '.join(sorted(missing))} column")
-    known = {p.path.name for p in photos}
+    known = None if photos is None else {p.path.name for p in photos}
     out: dict[str, str] = {}
     seen: set[str] = set()  # with or without a verdict: a second row would be ambiguous
     for n, row in enumerate(rows, 2):
@@ -180,7 +185,7 @@ def read_verdicts(path: Path, photos: Sequence[LabelledPhoto]) -> dict[str, str]
         if name in seen:
             raise AuditError(f"{path} line {n}: {name} is named twice")
         seen.add(name)
-        if name not in known:
+        if known is not None and name not in known:
             raise AuditError(f"{path} line {n}: {name!r} is not a photo of this split")
         if not verdict:
             continue
@@ -296,6 +301,17 @@ def agreed(a: dict[str, str], b: dict[str, str]) -> dict[str, str]:
     """The verdicts two sheets give alike (a photo they differ on, or that either left
     empty, is left out)."""
     return {name: v for name, v in a.items() if b.get(name) == v}
+
+
+def measured_photos(sheets: Sequence[Path] = MEASURE_SHEETS) -> frozenset[str]:
+    """The file names of the photos every sheet calls ``fits``: by default the held-out
+    photos both blind audits find labelled on their tiles, over which the vision target is
+    measured (the sheets are committed, so the subset is fixed). :class:`AuditError` for a
+    sheet that cannot be read."""
+    first, *rest = (read_verdicts(path, None) for path in sheets)
+    for other in rest:
+        first = agreed(first, other)
+    return frozenset(name for name, v in first.items() if v == "fits")
 
 
 def blind_sheet(out: Path, photos: Sequence[LabelledPhoto], drawn: int, seed: int) -> None:

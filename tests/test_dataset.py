@@ -167,6 +167,18 @@ def test_matching_needs_the_label_and_half_the_box():
     assert pairs == {0: 1, 1: None, 2: None, 3: 0, 4: None}
 
 
+def test_a_looser_iou_matches_a_loose_box_and_still_needs_the_label():
+    truth = np.array([[0, 0, 20, 20], [40, 0, 20, 20]], np.float32)
+    # IoU 0.44 with its tile: a box that disagrees, right label; then the same on the
+    # second tile with the wrong label
+    preds = [((0, 0, 30, 30), 1, 0.9), ((40, 0, 30, 30), 9, 0.9)]
+    assert dict(match_detections(preds, truth, np.array([1, 2]))) == {0: None, 1: None}
+    assert dict(match_detections(preds, truth, np.array([1, 2]), iou=0.3)) == {0: 0, 1: None}
+    photo = _photo(truth, [1, 2])
+    assert tile_f1([(preds, photo)])["recall"] == 0.0
+    assert tile_f1([(preds, photo)], iou=0.3)["recall"] == pytest.approx(0.5)
+
+
 def test_miss_causes_tell_a_box_that_disagrees_from_a_misread_and_a_miss():
     truth = np.array([[0, 0, 20, 20], [40, 0, 20, 20], [80, 0, 20, 20], [120, 0, 20, 20],
                       [160, 0, 20, 20], [200, 0, 20, 20], [202, 0, 20, 20]],

@@ -206,3 +206,23 @@ def test_the_committed_audit_names_photos_of_the_held_out_split(shared_data):
     # the second auditor's, blind to the first, judged every held-out photo
     second = label_audit.read_verdicts(sheet.with_name("held_out_blind_seed1_second.csv"), photos)
     assert sorted(set(second.values())) == ["fits", "misfit"] and len(second) == 207
+
+
+def test_the_measured_photos_are_those_every_sheet_calls_fitting(tmp_path):
+    a = _sheet(tmp_path, [("p0.jpg", "fits"), ("p1.jpg", "fits"), ("p2.jpg", "misfit")])
+    b = a.with_name("b.csv")
+    b.write_text("photo,verdict\np0.jpg,fits\np1.jpg,misfit\np2.jpg,misfit\np9.jpg,fits\n")
+    # misfit in both is not measured, nor a photo one sheet left out or judged otherwise
+    assert label_audit.measured_photos([a, b]) == {"p0.jpg"}
+    assert label_audit.measured_photos([a]) == {"p0.jpg", "p1.jpg"}
+    with pytest.raises(label_audit.AuditError, match="cannot read the audit sheet"):
+        label_audit.measured_photos([a, tmp_path / "none.csv"])
+
+
+def test_the_committed_measure_is_taken_over_the_photos_both_audits_call_fitting(shared_data):
+    from vision.training.dataset import load_photos
+
+    photos = load_photos(shared_data / "real-photos", ["held_out"])
+    fitting = label_audit.measured_photos()
+    # the 124 of docs/benchmarks.md, each a held-out photo
+    assert len(fitting) == 124 and fitting <= {p.path.name for p in photos}

@@ -2,11 +2,37 @@
 few held-out photos and one table frame."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bench import vision_bench
+from vision.training.dataset import LabelledPhoto
+
+
+def _photo(name: str, boxes, labels) -> LabelledPhoto:
+    return LabelledPhoto(
+        Path(name), name, (200, 100), np.array(boxes, np.float32), np.array(labels, np.int64)
+    )
+
+
+def test_the_measure_is_taken_over_the_fitting_photos_at_both_ious():
+    # a fitting photo read right, with a flower whose box is loose (IoU 0.44); a photo whose
+    # labels do not fit, read wrong
+    fits = _photo("fits.jpg", [[10, 10, 20, 20], [40, 10, 20, 20]], [3, 36])
+    off = _photo("off.jpg", [[10, 10, 20, 20]], [5])
+    readings = [
+        ([((10, 10, 20, 20), 3, 0.9), ((40, 10, 30, 30), 36, 0.9)], fits),
+        ([((10, 10, 20, 20), 6, 0.9)], off),
+    ]
+    got = vision_bench.measure(readings, frozenset({"fits.jpg"}))
+    assert got["fitting_photos"] == 1
+    fitting, everything = got["fitting"], got["all"]
+    assert fitting["0.5"]["tiles"]["recall"] == 0.5 and fitting["0.3"]["tiles"]["f1"] == 1.0
+    assert fitting["0.5"]["flowers"]["f1"] == 0.0 and fitting["0.3"]["flowers"]["f1"] == 1.0
+    assert everything["0.3"]["tiles"]["tiles"] == 3
+    assert everything["0.3"]["tiles"]["recall"] == pytest.approx(2 / 3)
 
 
 def test_a_tally_counts_finds_false_finds_and_misses():
@@ -108,6 +134,10 @@ def test_a_short_run_prints_and_writes_its_figures(shared_data, tmp_path, capsys
     printed = capsys.readouterr().out
     figures = json.loads(out.read_text())
     assert figures["photos"] == 3
+    # the measure first, over the photos both audits call fitting, against its targets
+    assert figures["measure"]["targets"] == {"tiles": 0.95, "flowers": 0.90}
+    assert set(figures["measure"]["all"]) == {"0.5", "0.3"}
+    assert printed.index("the measure:") < printed.index("accuracy on held-out")
     # the weights as asked, said beside the latency they explain
     assert figures["classifier_weights"] == "as stored"
     assert "classifier weights as stored" in printed

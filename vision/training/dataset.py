@@ -317,10 +317,13 @@ Prediction = tuple[tuple[float, float, float, float], int, float]
 
 
 def match_detections(
-    preds: list[Prediction], truth_boxes: np.ndarray, truth_labels: np.ndarray
+    preds: list[Prediction],
+    truth_boxes: np.ndarray,
+    truth_labels: np.ndarray,
+    iou: float = 0.5,
 ) -> list[tuple[int, int | None]]:
     """Greedy matching, most confident prediction first: each prediction is paired with the
-    unmatched labelled tile of highest IoU (at least 0.5) *with the same label*, else with
+    unmatched labelled tile of highest IoU (at least ``iou``) *with the same label*, else with
     none. Returns ``(prediction index, labelled tile index or None)`` per prediction."""
     from vision.detection import box_iou
 
@@ -329,14 +332,14 @@ def match_detections(
     out = []
     for i in order:
         box, label, _ = preds[i]
-        best, bj = 0.5, None
+        best, bj = iou, None
         for j, (tb, tl) in enumerate(zip(truth_boxes, truth_labels, strict=True)):
             if j in taken or int(tl) != label:
                 continue
             x, y, w, h = (float(v) for v in tb)
-            iou = box_iou(box, (x, y, w, h))
-            if iou >= best:
-                best, bj = iou, j
+            overlap = box_iou(box, (x, y, w, h))
+            if overlap >= best:
+                best, bj = overlap, j
         if bj is not None:
             taken.add(bj)
         out.append((i, bj))
@@ -360,14 +363,15 @@ def tile_f1(
     per_photo: Iterable[tuple[list[Prediction], LabelledPhoto]],
     labels: set[int] | None = None,
     labelled_area_only: bool = False,
+    iou: float = 0.5,
 ) -> dict[str, float]:
     """Tile-level precision, recall and F1 over photos (a labelled tile counts when a
-    detection of its label has IoU >= 0.5 with it), restricted to ``labels`` if given. With
-    ``labelled_area_only`` an unmatched detection outside the photo's labelled area is not
-    counted as false (see :func:`labelled_area`)."""
+    detection of its label has IoU >= ``iou`` with it), restricted to ``labels`` if given.
+    With ``labelled_area_only`` an unmatched detection outside the photo's labelled area is
+    not counted as false (see :func:`labelled_area`)."""
     tp = fp = fn = 0
     for preds, photo in per_photo:
-        pairs = match_detections(preds, photo.boxes, photo.labels)
+        pairs = match_detections(preds, photo.boxes, photo.labels, iou)
         hit = {j for _, j in pairs if j is not None}
         silent = outside_labelled_area(preds, photo) if labelled_area_only else [False] * len(preds)
         for i, j in pairs:
