@@ -10,7 +10,14 @@ import pytest
 from controller.errors import ModelError
 from controller.rules.tiles import parse_tiles
 from vision.labels import BACK, NUM_LABELS, label_name
-from vision.rendering.faces import FaceSet, art_faces, back_face, procedural_faces, tile_body
+from vision.rendering.faces import (
+    FaceSet,
+    art_faces,
+    back_face,
+    procedural_faces,
+    riichi_art_faces,
+    tile_body,
+)
 
 
 def _distinct(faces: FaceSet) -> float:
@@ -50,6 +57,22 @@ def test_bad_labels_and_sizes():
         procedural_faces(10)
     with pytest.raises(ModelError, match="lacks faces"):
         FaceSet("broken", {0: faces.face(0)})
+
+
+def test_a_set_without_flowers_is_allowed_only_as_incomplete():
+    full = procedural_faces(32)
+    some = {label: full.face(label) for label in (0, 5, BACK)}
+    with pytest.raises(ModelError, match="lacks faces for 2m"):
+        FaceSet("some", some)
+    partial = FaceSet("some", some, complete=False)
+    assert partial.labels == (0, 5, BACK) and partial.size == (32, 43)
+    with pytest.raises(ModelError, match="'some' has no face for 1f"):
+        partial.face(34)
+    with pytest.raises(ModelError, match="not a tile label"):
+        partial.face(43)
+    # the back draws every tile's depth: a set needs it
+    with pytest.raises(ModelError, match="lacks faces for back"):
+        FaceSet("no back", {0: full.face(0)}, complete=False)
 
 
 def _needs_resvg() -> None:
@@ -128,3 +151,34 @@ def test_flowers_carry_the_numbers_real_sets_print():
 
     numbers = {t: _FLOWER_NUMERALS[int(parse_tiles(t)[0])] for t in "春夏秋冬梅兰菊竹"}
     assert numbers == dict(zip("春夏秋冬梅兰菊竹", [1, 2, 3, 4, 1, 2, 3, 4], strict=True))
+
+
+def test_the_riichi_art_draws_the_34_kinds_and_a_back(shared_data):
+    _needs_resvg()
+    faces = riichi_art_faces(shared_data / "tile-art", 48)
+    assert not faces.complete and faces.labels == (*range(34), BACK)
+    assert faces.size == (48, 64)
+    imgs = {label: faces.face(label).astype(np.float32) for label in faces.labels}
+    # every kind drawn apart from every other; 白 is this set's empty face, the back is red
+    assert min(float(np.abs(imgs[a] - imgs[b]).mean()) for a in imgs for b in imgs if a < b) > 1.0
+    blank = imgs[33][8:-8, 8:-8]
+    assert blank.std() < 12 and blank.mean() > 180
+    b, g, r = imgs[BACK][32, 24]
+    assert r > 180 and g < 100 and b < 100
+    with pytest.raises(ModelError, match="has no face for 1f"):
+        faces.face(34)
+
+
+def test_the_riichi_art_missing_or_unreadable_is_a_model_error(tmp_path):
+    _needs_resvg()
+    with pytest.raises(ModelError, match=r"cannot draw the tile art .*Front\.svg"):
+        riichi_art_faces(tmp_path)
+    folder = tmp_path / "fluffystuff-cc0"
+    folder.mkdir()
+    (folder / "Front.svg").write_text(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='30' height='40'>"
+        "<rect width='30' height='40' fill='#eee'/></svg>"
+    )
+    (folder / "Man1.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'")
+    with pytest.raises(ModelError, match=r"Man1\.svg"):
+        riichi_art_faces(tmp_path)

@@ -8,6 +8,10 @@ upright tile with width:height = 3:4. Two sources:
 - :func:`art_faces` builds a set from the public-domain art sheet in ``../shared/data/tile-art/``
   (``wikimedia-pd/uni.svg``), drawn by resvg (``resvg_py``, in the ``train`` extra, imported
   only when art is drawn). It is used for training only; no art is committed.
+- :func:`riichi_art_faces` builds a third set from the public-domain riichi art of
+  ``tile-art/fluffystuff-cc0/`` (34 kinds and a back, no flowers), drawn the same way. No
+  model is trained on it: it is the set the benchmarks show the recogniser as a set it has
+  never seen (``bench/unseen_set_bench.py``).
 
 Both put the face on the same kind of tile body (ivory with a rounded border), whose colours can
 be changed to imitate another set.
@@ -48,30 +52,44 @@ _BLACK: Colour = (40, 30, 30)
 class FaceSet:
     """Pictures of one tile set: ``face(label)`` is the upright tile image for a label.
 
-    ``faces`` maps every label 0-42 to a BGR ``uint8`` image of shape ``(4k, 3k, 3)``.
+    ``faces`` maps every label 0-42 to a BGR ``uint8`` image of shape ``(4k, 3k, 3)``; with
+    ``complete=False`` some labels may lack a face (a set printed without flowers), which
+    :meth:`face` then refuses, but the back must be there (the renderer draws a tile's depth
+    in its colour).
     """
 
     name: str
     faces: dict[int, np.ndarray] = field(repr=False)
+    complete: bool = True
 
     def __post_init__(self) -> None:
-        missing = [label_name(i) for i in range(NUM_LABELS) if i not in self.faces]
+        wanted = range(NUM_LABELS) if self.complete else (BACK,)
+        missing = [label_name(i) for i in wanted if i not in self.faces]
         if missing:
             raise ModelError(f"face set {self.name!r} lacks faces for {', '.join(missing)}")
         for img in self.faces.values():
             img.setflags(write=False)
+
+    @property
+    def labels(self) -> tuple[int, ...]:
+        """The labels this set has a face for, in order."""
+        return tuple(sorted(self.faces))
 
     def face(self, label: int) -> np.ndarray:
         """The tile image for ``label`` (read-only; copy it to draw on it)."""
         try:
             return self.faces[int(label)]
         except (KeyError, ValueError, TypeError):
+            if isinstance(label, int | np.integer) and 0 <= label < NUM_LABELS:
+                raise ModelError(
+                    f"face set {self.name!r} has no face for {label_name(int(label))}"
+                ) from None
             raise ModelError(f"{label!r} is not a tile label (0-{NUM_LABELS - 1})") from None
 
     @property
     def size(self) -> tuple[int, int]:
         """``(width, height)`` of the face images."""
-        h, w = self.faces[0].shape[:2]
+        h, w = self.faces[BACK].shape[:2]
         return w, h
 
 
@@ -600,6 +618,74 @@ def art_faces(
         faces[label] = np.round(rgba[..., :3] * alpha + tile * (1 - alpha)).astype(np.uint8)
     faces[BACK] = back_face(width, colour=back, body=body)
     return FaceSet(f"art:{sheet}", faces)
+
+
+RIICHI_ART = "fluffystuff-cc0"
+"""The folder of ``tile-art`` holding the riichi set, one SVG a face."""
+_RIICHI_FILES: dict[int, str] = {
+    **{i: f"Man{i + 1}" for i in range(9)},
+    **{9 + i: f"Pin{i + 1}" for i in range(9)},
+    **{18 + i: f"Sou{i + 1}" for i in range(9)},
+    27: "Ton",
+    28: "Nan",
+    29: "Shaa",
+    30: "Pei",
+    31: "Chun",
+    32: "Hatsu",
+    33: "Haku",  # the white dragon: a blank face in this set, drawn over the front alone
+    BACK: "Back",
+}
+
+
+def riichi_art_faces(tile_art_dir: str | Path, width: int = TILE_WIDTH) -> FaceSet:
+    """A face set of the 34 playing kinds and the back from the public-domain riichi art in
+    ``tile_art_dir/fluffystuff-cc0`` (``Man1.svg`` … ``Back.svg``), each face drawn by resvg
+    over the set's own empty ``Front.svg``. The set prints no flowers, so it is not
+    :attr:`~FaceSet.complete`. Its red fives (``*-Dora.svg``) are not used.
+
+    Raises :class:`~controller.errors.ModelError` when ``resvg_py`` is not installed or a
+    file is missing, unreadable or draws nothing."""
+    h = round(width * 4 / 3)
+    folder = Path(tile_art_dir) / RIICHI_ART
+
+    def draw(name: str) -> np.ndarray:
+        path = folder / f"{name}.svg"
+        try:
+            import resvg_py
+        except ImportError:
+            raise ModelError(
+                "drawing the tile art needs resvg-py: pip install -e '.[train]'"
+            ) from None
+        try:
+            svg = path.read_text(encoding="utf-8")
+            png = resvg_py.svg_to_bytes(
+                svg_string=svg, width=width, height=h, skip_system_fonts=True
+            )
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ModelError(f"cannot draw the tile art {path}: {exc}") from None
+        rgba = cv2.imdecode(np.frombuffer(bytes(png), np.uint8), cv2.IMREAD_UNCHANGED)
+        if rgba is None or rgba.ndim != 3 or rgba.shape[2] != 4:
+            raise ModelError(f"the tile art {path} draws no picture")
+        if rgba.shape[:2] != (h, width):  # art of another shape than 3:4, fitted to the tile
+            rgba = cv2.resize(rgba, (width, h), interpolation=cv2.INTER_AREA)
+        return rgba
+
+    def over(top: np.ndarray, under: np.ndarray) -> np.ndarray:
+        alpha = top[..., 3:].astype(np.float32) / 255  # straight alpha, as resvg writes it
+        return top[..., :3] * alpha + under.astype(np.float32) * (1 - alpha)
+
+    front_art = draw("Front")
+    if not front_art[..., 3].any():
+        raise ModelError(f"the tile art {folder / 'Front.svg'} draws nothing")
+    front = over(front_art, tile_body(width))
+    faces: dict[int, np.ndarray] = {}
+    for label, name in _RIICHI_FILES.items():
+        art = draw(name)
+        if not art[..., 3].any() and label != 33:
+            raise ModelError(f"the tile art {folder / (name + '.svg')} draws nothing")
+        under = tile_body(width) if label == BACK else front
+        faces[label] = np.round(over(art, under)).astype(np.uint8)
+    return FaceSet(f"art:{RIICHI_ART}", faces, complete=False)
 
 
 def _viewbox(el: ET.Element) -> tuple[float, float, float, float] | None:
