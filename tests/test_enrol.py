@@ -12,7 +12,7 @@ import pytest
 from controller.cli import main
 from controller.errors import ModelError
 from vision import enrol
-from vision.detection import TileDetection
+from vision.detection import TileDetection, box_iou
 from vision.labels import BACK, NUM_LABELS
 from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
 from vision.rendering.faces import procedural_faces
@@ -136,6 +136,52 @@ def test_enrol_own_set_end_to_end(tmp_path, rec):
     base = enrol.samples_from_grid(rec, second, shuffled)
     right_before = sum(s.read_as == s.label for s in base) / len(base)
     assert right >= 0.95 and right >= right_before
+
+
+def _halves(d: TileDetection) -> list[TileDetection]:
+    """A tile found as its two halves, each a little over half of it (as a finder that
+    takes each half of a 4 筒 for a tile finds it)."""
+    x, y, w, h = d.box
+    top = (x, y, w, h * 0.55)
+    bottom = (x + 1, y + h * 0.45, w - 1, h * 0.55)
+    return [
+        TileDetection(10, 0.8, b, np.array([[b[0], b[1]], [b[0] + b[2], b[1]],
+                      [b[0] + b[2], b[1] + b[3]], [b[0], b[1] + b[3]]], np.float32))
+        for b in (top, bottom)
+    ]  # fmt: skip
+
+
+def test_a_tile_found_in_pieces_is_one_tile_of_the_grid(tmp_path, rec, monkeypatch):
+    layout = [[0, 1, 12], [27, 31]]
+    photo = tmp_path / "grid.png"
+    truth = _grid_photo(photo, layout, seed=4)
+    img = cv2.imread(str(photo))
+    found = rec.detect(img)
+    assert len(found) == 5
+    # the 4p (third of the first row) found as two halves
+    four = min(found, key=lambda d: abs(d.box[0] - truth.tiles[2].box[0]))
+    split = [d for d in found if d is not four] + _halves(four)
+    merged = enrol.merge_pieces(rec, img, split)
+    assert len(merged) == 5 and all(d in merged for d in found if d is not four)
+    (whole,) = [d for d in merged if d not in found]
+    assert whole.box == pytest.approx(four.box, abs=1.5) and whole.label == 12
+    assert whole.needs_confirmation
+    # tiles side by side, apart or just touching, are never merged
+    assert enrol.merge_pieces(rec, img, found) == found
+    # nor two tiles whose boxes, drawn wide, overlap: their union is two tiles
+    first, second = sorted(found, key=lambda d: d.box[1] * 10 + d.box[0])[:2]
+    gap = second.box[0] - (first.box[0] + first.box[2])
+    wide = [
+        TileDetection(d.label, d.confidence, (x - gap, y, w + 2 * gap + 12, h), d.quad)
+        for d, (x, y, w, h) in ((d, d.box) for d in (first, second))
+    ]
+    assert box_iou(wide[0].box, wide[1].box) > 0.05
+    assert enrol.merge_pieces(rec, img, wide) == wide
+    # and the grid reads as laid out, where the pieces would have made the row too long
+    monkeypatch.setattr(rec, "detect", lambda image: split)
+    samples = enrol.samples_from_grid(rec, photo, layout)
+    assert [s.label for s in samples] == [0, 1, 12, 27, 31]
+    assert samples[2].box == pytest.approx(four.box, abs=1.5)
 
 
 def test_a_photo_that_does_not_match_the_layout(tmp_path, rec):

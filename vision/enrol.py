@@ -43,6 +43,12 @@ BASE_HEAD_FILE = "base_head.npz"
 """The classifier's trained last layer, which enrolment refits."""
 DEFAULT_LAYOUT = "123456789m / 123456789p / 123456789s / ESWNCFP / 12345678f"
 """One row per suit, then the honours, then the flowers; ``/`` separates rows."""
+PIECES_OVERLAP = 0.1
+"""Two tiles found in a grid photo whose boxes share more than this part of the smaller box,
+and whose union is no larger than :data:`ONE_TILE_UNION` tiles, are pieces of one tile."""
+ONE_TILE_UNION = 1.3
+"""The most a union of pieces may be, in tiles of the photo's median area: two tiles side by
+side make two tiles' area, and stay two."""
 
 
 class EnrolError(ConfigError):
@@ -102,6 +108,68 @@ def group_rows(detections: list[TileDetection]) -> list[list[TileDetection]]:
     return [sorted(r, key=lambda d: d.centre[0]) for r in rows]
 
 
+def merge_pieces(
+    recognizer: TileRecognizer, img: np.ndarray, found: list[TileDetection]
+) -> list[TileDetection]:
+    """The tiles found in a grid photo with the pieces of one tile made one: boxes that
+    overlap (more than :data:`PIECES_OVERLAP` of the smaller) and whose union is about one
+    tile (:data:`ONE_TILE_UNION`) become that union, read again there. A set unlike any the
+    model learnt from can be found in pieces (each half of a 4 筒 taken for a tile);
+    enrolment is for such sets, and in a grid, where tiles lie apart or touch, one tile's
+    worth of overlapping finds cannot be two tiles."""
+    if len(found) < 2:
+        return found
+    boxes = np.array([d.box for d in found], np.float64)
+    area = boxes[:, 2] * boxes[:, 3]
+    tile = float(np.median(area))
+
+    def union(members: list[int]) -> tuple[float, float, float, float]:
+        x0, y0 = boxes[members, :2].min(axis=0)
+        x1, y1 = (boxes[members, :2] + boxes[members, 2:]).max(axis=0)
+        return float(x0), float(y0), float(x1 - x0), float(y1 - y0)
+
+    def one_tile(members: list[int]) -> bool:
+        _, _, w, h = union(members)
+        return w * h <= ONE_TILE_UNION * tile
+
+    overlap = box_intersections(boxes, boxes) > PIECES_OVERLAP * np.minimum(area[:, None], area)
+    group = list(range(len(found)))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    for i, j in zip(*np.nonzero(np.triu(overlap, 1)), strict=True):
+        if one_tile([int(i), int(j)]):
+            group[root(int(i))] = root(int(j))
+    pieces: dict[int, list[int]] = {}
+    for i in range(len(found)):
+        pieces.setdefault(root(i), []).append(i)
+    out: list[TileDetection] = []
+    for members in pieces.values():
+        if len(members) == 1 or not one_tile(members):  # a chain that grew past one tile
+            out.extend(found[i] for i in members)
+            continue
+        box = union(members)
+        x0, y0, w, h = box
+        probs = recognizer.classify(img, [box])[0]
+        label = int(probs.argmax())
+        quad = np.array([[x0, y0], [x0 + w, y0], [x0 + w, y0 + h], [x0, y0 + h]], np.float32)
+        out.append(
+            TileDetection(
+                label,
+                float(probs[label]),
+                box,
+                quad,
+                sideways=bool(w > h),
+                needs_confirmation=True,  # found in pieces: the label is a guess to check
+            )
+        )
+    return out
+
+
 def samples_from_grid(
     recognizer: TileRecognizer, photo: str | Path, layout: list[list[int]]
 ) -> list[EnrolSample]:
@@ -112,7 +180,7 @@ def samples_from_grid(
     """
     path = Path(photo).resolve()  # a refit may run from another folder
     img = _photo(path)
-    found = recognizer.detect(img)
+    found = merge_pieces(recognizer, img, recognizer.detect(img))
     rows = group_rows(found)
     if len(rows) != len(layout):
         raise EnrolError(
