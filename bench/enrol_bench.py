@@ -107,15 +107,41 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     if (args.model / "head.npz").exists():
         ap.error(f"{args.model} is already enrolled: give the model it was enrolled from")
-    rec = TileRecognizer(args.model, threads=args.threads)
-    w0, b0 = (a.astype(np.float32) for a in base_head(args.model))
+    results = run(
+        args.model,
+        args.data,
+        split=args.split,
+        limit=args.limit,
+        threads=args.threads,
+        steps=args.steps,
+        anchor=args.anchor,
+    )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return ExitCode.OK
+
+
+def run(
+    model: Path,
+    data: Path,
+    *,
+    split: str = "held_out",
+    limit: int | None = None,
+    threads: int = 2,
+    steps: int = 300,
+    anchor: float = 1e-3,
+) -> dict[str, Any]:
+    """The benchmark (see the module's text) on ``model`` (one not enrolled), printing its
+    table; returns the figures of each head. ``python -m bench.vision_bench`` runs it too."""
+    rec = TileRecognizer(model, threads=threads)
+    w0, b0 = (a.astype(np.float32) for a in base_head(model))
     by_source = defaultdict(list)
-    for photo in load_photos(args.data / "real-photos", [args.split]):
+    for photo in load_photos(data / "real-photos", [split]):
         by_source[photo.source].append(photo)
-    sources = [g for g in by_source.values() if len(g) > 1][: args.limit]
+    sources = [g for g in by_source.values() if len(g) > 1][:limit]
     print(
-        f"{args.split} real photos: {sum(len(g) for g in sources)} copies of "
-        f"{len(sources)} source photos; model {args.model}"
+        f"{split} real photos: {sum(len(g) for g in sources)} copies of "
+        f"{len(sources)} source photos; model {model}"
     )
     readings: dict[str, list[tuple[list[Prediction], LabelledPhoto]]] = {
         "trained head": [],
@@ -143,7 +169,7 @@ def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
                 continue
             emb = embed_views(rec, images[k], [p[0] for p, _ in found])
             labels = np.tile([truth for _, truth in found], len(emb) // len(found))
-            head = fit_head(emb, labels, w0, b0, steps=args.steps, anchor=args.anchor)
+            head = fit_head(emb, labels, w0, b0, steps=steps, anchor=anchor)
             rec.head = head
             for t, photo in enumerate(group):
                 if t != k:
@@ -165,9 +191,7 @@ def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
             f"{f['tiles']['f1']:>15.3f}{f['flowers']['f1']:>9.3f}"
         )
     print(f"tiles found per column: {results['trained head']['readings']}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
-    return ExitCode.OK
+    return results
 
 
 if __name__ == "__main__":

@@ -36,7 +36,11 @@ Prints, on the held-out split of the real photos (sources never trained on):
 - peak resident memory of a fresh process that loads the recogniser and reads a frame;
 - the table-frame figures (meld and flower accuracy per seat, through the whole table
   pipeline) from :func:`vision.training.table_eval.run` (the table pipeline's part of this
-  benchmark), printed under "table frames".
+  benchmark), printed under "table frames";
+- sets never seen, before and after enrolment: a tile set no model is trained on, at table
+  scale, read, then enrolled from two photos and read again (``bench.unseen_set_bench``);
+  and each held-out real source read with the trained head and with one refitted on
+  another copy of it (``bench.enrol_bench``).
 
 The peer (a YOLOv8 ONNX model for riichi tiles, ``pip install .[bench]``) is a benchmark peer
 only and never shipped.
@@ -67,7 +71,7 @@ from vision.confidence import RELIABILITY_EDGES, expected_calibration_error, rel
 from vision.detection import box_iou
 from vision.files import why_not_writable
 from vision.labels import BACK, FLOWER_LABELS, label_name
-from vision.recognizer import TileRecognizer
+from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
 from vision.training.dataset import (
     CROWDED_LABELS,
     MISS_CAUSES,
@@ -460,6 +464,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--limit", type=int, help="only this many held-out photos (a quick look)")
     ap.add_argument("--table-frames", type=int, default=20, help="tables for the meld figures")
+    ap.add_argument(
+        "--unseen-tables",
+        type=int,
+        default=12,
+        help="tables of the unseen set to read before and after enrolment (0: none)",
+    )
+    ap.add_argument(
+        "--enrol-sources",
+        type=int,
+        default=None,
+        help="held-out sources to enrol and read again (default: all; 0: none)",
+    )
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     ap.add_argument(
         "--no-refine", action="store_true", help="keep the finder's boxes (the box output's worth)"
@@ -475,8 +491,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("frames", "repeat", "rounds", "limit"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             ap.error(f"--{name} must be 1 or more")
-    if args.table_frames < 0:
-        ap.error("--table-frames must be 0 (none) or more")
+    for name in ("table_frames", "unseen_tables", "enrol_sources"):
+        if (getattr(args, name) or 0) < 0:
+            ap.error(f"--{name.replace('_', '-')} must be 0 (none) or more")
     if args.json is not None and (why := why_not_writable(args.json)):
         ap.error(f"cannot write {args.json}: {why}")
     try:
@@ -509,6 +526,7 @@ def _run(args: argparse.Namespace) -> int:
     frames = _frame_latency(args, rec, counts, figures)
     _peak_memory(args, frames, figures)
     _table_figures(args, rec, figures)
+    _unseen_sets(args, figures)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, default=float) + "\n")
     return ExitCode.OK
@@ -862,6 +880,26 @@ def _table_figures(
     for k, v in table.items():
         print(f"  {k}: {v}")
     figures["table_frames"] = table
+
+
+def _unseen_sets(args: argparse.Namespace, figures: dict[str, object]) -> None:
+    """Sets never seen, before and after enrolment: the riichi art at table scale
+    (``bench.unseen_set_bench``, where resvg can draw it) and the held-out real sources
+    (``bench.enrol_bench``)."""
+    from bench import enrol_bench, unseen_set_bench
+
+    if args.unseen_tables:
+        try:
+            figures["unseen_set"] = unseen_set_bench.run(args.data, args.model, args.unseen_tables)
+        except MahjongTableError as exc:  # the art or resvg missing: the rest stands
+            print(f"unseen tile set: not read: {exc}")
+            figures["unseen_set"] = {"not_read": str(exc)}
+    model = args.model or DEFAULT_MODEL_DIR
+    if args.enrol_sources != 0 and (model / "head.npz").exists():
+        print(f"held-out real sources: not enrolled: {model} is an enrolled model already")
+    elif args.enrol_sources != 0:
+        print("held-out real sources, each enrolled from one copy and read in the others:")
+        figures["enrolment"] = enrol_bench.run(model, args.data, limit=args.enrol_sources)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The vision benchmark (``bench.vision_bench``): its tallies, and a short run end to end on a
 few held-out photos and one table frame."""
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -129,6 +130,7 @@ def test_a_short_run_prints_and_writes_its_figures(shared_data, tmp_path, capsys
     out = tmp_path / "figures.json"
     argv = ["--data", str(shared_data), "--limit", "3", "--frames", "1", "--repeat", "1",
             "--rounds", "1", "--table-frames", "1", "--no-peer", "--json", str(out),
+            "--unseen-tables", "1", "--enrol-sources", "1",
             "--classifier-weights", "stored"]  # fmt: skip
     assert vision_bench.main(argv) == 0
     printed = capsys.readouterr().out
@@ -138,6 +140,13 @@ def test_a_short_run_prints_and_writes_its_figures(shared_data, tmp_path, capsys
     assert figures["measure"]["targets"] == {"tiles": 0.95, "flowers": 0.90}
     assert set(figures["measure"]["all"]) == {"0.5", "0.3"}
     assert printed.index("the measure:") < printed.index("accuracy on held-out")
+    # sets never seen, before and after enrolment, in the same run
+    unseen = figures["unseen_set"]
+    if importlib.util.find_spec("resvg_py") is not None:  # the train extra draws the art
+        assert unseen["tables"] == 1 and unseen["after"] is not None
+    else:  # without it, said, and the rest of the run stands
+        assert "resvg-py" in unseen["not_read"]
+    assert set(figures["enrolment"]) == {"trained head", "enrolled head"}
     # the weights as asked, said beside the latency they explain
     assert figures["classifier_weights"] == "as stored"
     assert "classifier weights as stored" in printed
@@ -229,6 +238,8 @@ def test_the_peer_runs_as_ours_does(monkeypatch):
     ("argv", "said"),
     [
         (["--table-frames", "-1"], "--table-frames must be 0"),
+        (["--unseen-tables", "-1"], "--unseen-tables must be 0"),
+        (["--enrol-sources", "-1"], "--enrol-sources must be 0"),
         (["--json", "/no/such/folder/v.json"], "cannot write /no/such/folder/v.json"),
     ],
 )
