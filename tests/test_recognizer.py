@@ -22,8 +22,10 @@ from vision.labels import BACK, LABEL_NAMES
 from vision.recognizer import (
     DEFAULT_MODEL_DIR,
     ONE_TILE,
+    ONE_TILE_UNION,
     SPANS_TWO,
     TileRecognizer,
+    _joined_pieces,
     _nms,
     _reading_order,
     decode_finder,
@@ -848,6 +850,68 @@ def test_a_peak_on_part_of_a_tile_of_the_usual_size_still_goes():
     found = decode_finder(*_row_heatmap(36.0), 0.3)
     pair = [f[0] for f in found if f[0][1] > 30]
     assert len(found) == 7 and pair == [pytest.approx((30, 40, 36, 32))]
+
+
+def _row_with_a_tile_in_pieces(second_top: float):
+    """The row of :func:`_row_heatmap` and, below it, a tile 28 px wide (x 106-134) found as
+    two peaks: one on y 40-60, one on the 20 px from ``second_top``."""
+    hm = np.zeros((1, 20, 60), np.float32)
+    reg = np.zeros((6, 20, 60), np.float32)
+    for k in range(6):
+        hm[0, 4, 4 + 8 * k] = 0.9
+        reg[2:4, 4, 4 + 8 * k] = np.log(7.0), np.log(8.0)
+    hm[0, 12, 30], hm[0, 15, 30] = 0.8, 0.7
+    reg[:, 12, 30] = [0, 0.5, np.log(7.0), np.log(5.0), 0, 0]  # centre y 50: 40-60
+    reg[:, 15, 30] = [0, (second_top + 10) / 4 - 15, np.log(7.0), np.log(5.0), 0, 0]
+    return hm, reg
+
+
+def test_a_tile_found_in_two_overlapping_pieces_is_one_tile():
+    # the two pieces share 12 of their 20 px (IoU 0.43: suppression keeps both), and their
+    # union is one tile's size: one box, the union
+    found = decode_finder(*_row_with_a_tile_in_pieces(48.0), 0.3)
+    below = [f for f in found if f[0][1] > 30]
+    assert len(found) == 7 and [f[0] for f in below] == [pytest.approx((106, 40, 28, 28))]
+    assert below[0][1] == pytest.approx(0.8)  # at the better piece's place and score
+    # pieces that only touch stay two (tiles side by side do not overlap)
+    found = decode_finder(*_row_with_a_tile_in_pieces(58.0), 0.3)
+    assert len([f for f in found if f[0][1] > 30]) == 2
+
+
+def test_two_overlapping_tiles_are_not_joined():
+    # boxes drawn wide over two tiles side by side: they overlap, but their union is two
+    # tiles' area
+    boxes = np.array([[0, 0, 40, 32], [20, 0, 40, 32], [100, 0, 28, 32]], np.float32)
+    out, keep = _joined_pieces(boxes, [0, 1, 2], tile_area=28 * 32)
+    assert keep == [0, 1, 2] and np.array_equal(out, boxes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 60), st.integers(0, 60), st.integers(2, 30), st.integers(2, 30)),
+        min_size=1,
+        max_size=20,
+    ),
+    st.sampled_from([30.0, 200.0, 600.0]),
+)
+def test_joining_pieces_covers_every_piece_and_grows_no_box_past_a_tile(boxes, tile_area):
+    arr = np.array(boxes, np.float32).reshape(-1, 4)
+    keep = list(range(len(arr)))
+    out, kept = _joined_pieces(arr, keep, tile_area)
+    assert set(kept) <= set(keep) and kept == sorted(kept)
+    for i in keep:  # each box lies within the box it became part of
+        x, y, w, h = arr[i]
+        assert any(
+            out[k, 0] <= x + 1e-3
+            and out[k, 1] <= y + 1e-3
+            and x + w <= out[k, 0] + out[k, 2] + 1e-3
+            and y + h <= out[k, 1] + out[k, 3] + 1e-3
+            for k in kept
+        )
+    for k in kept:  # a box is as it was, or the union of pieces, one tile at most
+        grown = not np.array_equal(out[k], arr[k])
+        assert not grown or out[k, 2] * out[k, 3] <= ONE_TILE_UNION * tile_area + 1e-3
 
 
 def _nms_reference(boxes, iou, inside=0.7, tile_area=None):

@@ -95,6 +95,7 @@ def decode_finder(
     keep = _nms(boxes, nms_iou, tile_area=tile_area)
     if tile_area is not None:
         boxes = _parted_pairs(boxes, keep, tile_area)
+        boxes, keep = _joined_pieces(boxes, keep, tile_area)
     return [
         (
             (float(boxes[i, 0]), float(boxes[i, 1]), float(boxes[i, 2]), float(boxes[i, 3])),
@@ -143,6 +144,47 @@ def _parted_pairs(boxes: np.ndarray, keep: list[int], tile_area: float) -> np.nd
                 y0, y1 = (y0, max(y0 + 1, jy0)) if dy > 0 else (min(y1 - 1, jy1), y1)
         out[i] = (x0, y0, x1 - x0, y1 - y0)
     return out
+
+
+PIECES_OVERLAP = 0.25
+"""Two kept boxes sharing more than this part of the smaller one may be pieces of one tile."""
+ONE_TILE_UNION = 1.3
+"""... when their union is at most this many tiles' area (two tiles side by side make two)."""
+
+
+def _joined_pieces(
+    boxes: np.ndarray, keep: list[int], tile_area: float
+) -> tuple[np.ndarray, list[int]]:
+    """``boxes`` and ``keep`` with the kept boxes that are pieces of one tile joined: two
+    that overlap (more than :data:`PIECES_OVERLAP` of the smaller) and whose union is about
+    one tile (:data:`ONE_TILE_UNION`) become that union, at the better box's place in
+    ``keep``.
+
+    Tiles seen from above do not overlap, so one tile's worth of overlapping finds is one
+    tile: the finder can take each half of a face that repeats a motif (the dots of a 4 筒
+    in a set it never saw) for a tile, and the halves' peaks outscore the tile's own."""
+    if len(keep) < 2:
+        return boxes, keep
+    kept = np.array(keep)
+    sub = boxes[kept].astype(np.float64)
+    area = sub[:, 2] * sub[:, 3]
+    shared = box_intersections(sub, sub) > PIECES_OVERLAP * np.minimum(area[:, None], area)
+    pairs = np.argwhere(np.triu(shared, 1))  # (better, worse): keep is best first
+    if not len(pairs):
+        return boxes, keep
+    out = boxes.copy()
+    gone: set[int] = set()
+    for a, b in pairs:
+        i, j = int(kept[a]), int(kept[b])
+        if i in gone or j in gone:
+            continue
+        x0, y0 = np.minimum(out[i, :2], out[j, :2])
+        x1, y1 = np.maximum(out[i, :2] + out[i, 2:], out[j, :2] + out[j, 2:])
+        if (x1 - x0) * (y1 - y0) > ONE_TILE_UNION * tile_area:
+            continue
+        out[i] = (x0, y0, x1 - x0, y1 - y0)
+        gone.add(j)
+    return out, [i for i in keep if i not in gone]
 
 
 def _nms(
