@@ -185,9 +185,13 @@ class TableDevice:
         self._events: queue.Queue[McuEvent | None] = queue.Queue()
         self._io_thread: threading.Thread | None = None
         self._dispatch_thread: threading.Thread | None = None
-        # the I/O thread's wake-up pipe, and whether a byte is in it (one is enough)
+        # the I/O thread's wake-up pipe, and whether a byte is in it (one is enough); its
+        # lock makes closing it and writing to it one at a time: a number closed by one
+        # thread and then written to, or closed again, by another may belong to another
+        # file of the process by then
         self._wake_r = self._wake_w = -1
         self._wake_sent = False
+        self._wake_lock = threading.Lock()
         if start:
             self.start()
 
@@ -230,11 +234,12 @@ class TableDevice:
         # a listener may close the device: its own thread cannot wait for itself
         if self._dispatch_thread not in (None, me):
             self._dispatch_thread.join(timeout=5)
-        for fd in (self._wake_r, self._wake_w):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self._wake_r = self._wake_w = -1
+        with self._wake_lock:  # two threads closing at once close each number once
+            ends, (self._wake_r, self._wake_w) = (self._wake_r, self._wake_w), (-1, -1)
+            for fd in ends:
+                if fd >= 0:
+                    with contextlib.suppress(OSError):  # closing must not fail the close
+                        os.close(fd)
         self._io_thread = self._dispatch_thread = None
         self._notify()
 
@@ -446,13 +451,14 @@ class TableDevice:
 
     def _wake(self) -> None:
         """Interrupt the I/O thread's wait: there is something to write."""
-        if self._wake_sent or self._wake_w < 0:
+        if self._wake_sent:
             return
-        self._wake_sent = True
-        # full (cannot be: one byte at a time) or closed under us by close(): either way the
-        # I/O thread is awake or gone
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"\0")
+        with self._wake_lock:
+            if self._wake_w < 0:  # closed
+                return
+            self._wake_sent = True
+            with contextlib.suppress(BlockingIOError):  # full: the I/O thread is awake
+                os.write(self._wake_w, b"\0")
 
     def _io_loop(self) -> None:
         while not self._closed.is_set():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import threading
@@ -14,14 +13,33 @@ from firmware_bridge.errors import LinkDown
 from firmware_bridge.serial_port import Backoff, SerialPort
 
 
+class Pty:
+    """A pty pair for a test: unpacks as ``(master, path of the slave, slave)``; ``close()``
+    closes both ends once, however often it is called. A test that unplugs the port closes
+    them through it, so the fixture does not close the same numbers again: by then another
+    file of the process may hold them (a test server's waitress pipe was closed so once)."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = os.openpty()
+        tty.setraw(self.slave)
+        self.path = os.ttyname(self.slave)
+        self.open = True
+
+    def __iter__(self):
+        return iter((self.master, self.path, self.slave))
+
+    def close(self) -> None:
+        if self.open:
+            self.open = False
+            os.close(self.master)
+            os.close(self.slave)
+
+
 @pytest.fixture
 def pty():
-    master, slave = os.openpty()
-    tty.setraw(slave)
-    yield master, os.ttyname(slave), slave
-    for fd in (master, slave):
-        with contextlib.suppress(OSError):
-            os.close(fd)
+    ends = Pty()
+    yield ends
+    ends.close()
 
 
 def test_read_and_write_over_a_pty(pty) -> None:
@@ -101,11 +119,10 @@ def test_refused_socket_is_explained() -> None:
 
 
 def test_unplug_raises_link_down(pty) -> None:
-    master, path, slave = pty
+    _, path, _ = pty
     port = SerialPort(path, read_timeout=0.05)
     port.open()
-    os.close(master)
-    os.close(slave)
+    pty.close()
     with pytest.raises(LinkDown, match="lost serial port"):
         for _ in range(100):
             port.read()

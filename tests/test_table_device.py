@@ -728,6 +728,36 @@ def test_wait_for_ends_at_its_timeout_and_at_once_on_close(tmp_path) -> None:
     assert not t.is_alive() and answers == [False]
 
 
+def test_two_threads_closing_at_once_close_each_descriptor_once(tmp_path, monkeypatch) -> None:
+    # a descriptor closed twice closes whatever file took its number in between (a test
+    # server's waitress pipe was lost so): slow closes give the second closer every chance
+    import firmware_bridge.table_device as module
+
+    closed: list[int] = []
+    real_close = os.close
+
+    def slow_close(fd: int) -> None:
+        closed.append(fd)
+        time.sleep(0.05)
+        real_close(fd)
+
+    dev = TableDevice(str(tmp_path / "no-port"), config=CFG)
+    ends = (dev._wake_r, dev._wake_w)
+    monkeypatch.setattr(module.os, "close", slow_close)
+    closers = [threading.Thread(target=dev.close) for _ in range(2)]
+    for t in closers:
+        t.start()
+    for t in closers:
+        t.join(20)
+    assert sorted(closed) == sorted(ends)
+    # and nothing is written to a wake-up pipe that is closed
+    writes: list[int] = []
+    monkeypatch.setattr(module.os, "write", lambda fd, data: writes.append(fd) or len(data))
+    dev._wake_sent = False
+    dev._wake()
+    assert writes == []
+
+
 def test_close_wakes_a_caller_that_waits_for_the_link(tmp_path) -> None:
     # no port: the command is held, and its caller waits; close() ends the wait at once
     dev = TableDevice(str(tmp_path / "no-port"), config=CFG)
