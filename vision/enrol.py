@@ -37,18 +37,17 @@ from vision.camera import read_image
 from vision.detection import Box, TileDetection, box_intersections, is_box
 from vision.labels import BACK, NUM_LABELS, label_from_name, label_name
 from vision.model_manifest import MANIFEST_FILE, ModelManifest
-from vision.recognizer import HEAD_FILE, TileRecognizer
+from vision.recognizer import HEAD_FILE, ONE_TILE_UNION, TileRecognizer
 
 BASE_HEAD_FILE = "base_head.npz"
 """The classifier's trained last layer, which enrolment refits."""
 DEFAULT_LAYOUT = "123456789m / 123456789p / 123456789s / ESWNCFP / 12345678f"
 """One row per suit, then the honours, then the flowers; ``/`` separates rows."""
-PIECES_OVERLAP = 0.1
+GRID_PIECES_OVERLAP = 0.1
 """Two tiles found in a grid photo whose boxes share more than this part of the smaller box,
-and whose union is no larger than :data:`ONE_TILE_UNION` tiles, are pieces of one tile."""
-ONE_TILE_UNION = 1.3
-"""The most a union of pieces may be, in tiles of the photo's median area: two tiles side by
-side make two tiles' area, and stay two."""
+and whose union is no larger than the recogniser's ``ONE_TILE_UNION`` tiles, are pieces of
+one tile: looser than the recogniser's own joining (``PIECES_OVERLAP``), since the tiles of
+a grid lie apart."""
 
 
 class EnrolError(ConfigError):
@@ -112,11 +111,12 @@ def merge_pieces(
     recognizer: TileRecognizer, img: np.ndarray, found: list[TileDetection]
 ) -> list[TileDetection]:
     """The tiles found in a grid photo with the pieces of one tile made one: boxes that
-    overlap (more than :data:`PIECES_OVERLAP` of the smaller) and whose union is about one
-    tile (:data:`ONE_TILE_UNION`) become that union, read again there. A set unlike any the
-    model learnt from can be found in pieces (each half of a 4 筒 taken for a tile);
-    enrolment is for such sets, and in a grid, where tiles lie apart or touch, one tile's
-    worth of overlapping finds cannot be two tiles."""
+    overlap (more than :data:`GRID_PIECES_OVERLAP` of the smaller) and whose union is about
+    one tile (``vision.recognizer.ONE_TILE_UNION``) become that union, read again there and
+    marked to check. A set unlike any the model learnt from can be found in pieces (each
+    half of a 4 筒 taken for a tile), and enrolment is for such sets; the recogniser joins
+    the pieces that overlap most itself, and in a grid, where tiles lie apart or touch, one
+    tile's worth of overlapping finds cannot be two tiles."""
     if len(found) < 2:
         return found
     boxes = np.array([d.box for d in found], np.float64)
@@ -132,7 +132,8 @@ def merge_pieces(
         _, _, w, h = union(members)
         return w * h <= ONE_TILE_UNION * tile
 
-    overlap = box_intersections(boxes, boxes) > PIECES_OVERLAP * np.minimum(area[:, None], area)
+    smaller = np.minimum(area[:, None], area)
+    overlap = box_intersections(boxes, boxes) > GRID_PIECES_OVERLAP * smaller
     group = list(range(len(found)))
 
     def root(i: int) -> int:
