@@ -23,6 +23,7 @@ from vision.recognizer import (
     DEFAULT_MODEL_DIR,
     ONE_TILE,
     ONE_TILE_UNION,
+    REREAD_MOVED_IOU,
     SPANS_TWO,
     TileRecognizer,
     _joined_pieces,
@@ -280,6 +281,30 @@ def test_the_classifier_places_each_tile(rec, tmp_path):
     # on this clean rendered row the finder's boxes are already good (IoU 0.86 with the tiles);
     # what the classifier's boxes are worth on real photos is the benchmark's (--no-refine)
     assert mean_iou(placed) > 0.8 and mean_iou(placed) >= mean_iou(unplaced) - 0.01
+
+
+def test_a_tile_placed_far_from_its_found_box_is_read_again_where_it_lies(rec):
+    out = render_scene(
+        [PlacedTile(12, (160, 120), width=60), PlacedTile(3, (240, 120), width=60)],
+        procedural_faces(),
+        plane_size=(320, 240),
+        rng=np.random.default_rng(0),
+        table="felt",
+    )
+    x, y, w, h = out.tiles[0].box
+    near = (x + 0.2 * w, y + 0.1 * h, w, h)  # placed at IoU 0.59 with it: just under
+    far = (x + 0.35 * w, y + 0.175 * h, w, h)
+    probs, placed = rec._read(out.image, [near, far, out.tiles[1].box])
+    assert all(
+        box_iou(p, b) < REREAD_MOVED_IOU for p, b in zip(placed[:2], (near, far), strict=True)
+    )
+    # each moved tile's reading is the mean of the two crops'; a tile placed where it was
+    # found is read once
+    for k, box in enumerate((near, far)):
+        both = (rec.classify(out.image, [box])[0] + rec.classify(out.image, [placed[k]])[0]) / 2
+        assert probs[k] == pytest.approx(both, abs=1e-6)
+    assert box_iou(placed[2], out.tiles[1].box) >= REREAD_MOVED_IOU
+    assert probs[2] == pytest.approx(rec.classify(out.image, [out.tiles[1].box])[0], abs=1e-6)
 
 
 @settings(max_examples=50, deadline=None)
