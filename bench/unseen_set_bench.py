@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import sys
 import tempfile
 import time
@@ -94,9 +95,15 @@ class Reading:
 def _row(
     labels: list[int], start: tuple[float, float], step: tuple[float, float], angle: float, w: float
 ) -> list[PlacedTile]:
+    """Tiles from ``start``, ``step`` apart, each turned by ``angle``; the row runs along
+    ``step`` turned by how far ``angle`` is off a quarter turn, as a row laid askew is turned
+    whole (its tiles side by side, never over one another)."""
+    off = math.radians(angle - 90 * round(angle / 90))
+    c, s = math.cos(off), math.sin(off)
+    dx, dy = step[0] * c - step[1] * s, step[0] * s + step[1] * c
     x, y = start
     return [
-        PlacedTile(label, (x + k * step[0], y + k * step[1]), angle=angle, width=w)
+        PlacedTile(label, (x + k * dx, y + k * dy), angle=angle, width=w)
         for k, label in enumerate(labels)
     ]
 
@@ -108,7 +115,7 @@ def table_tiles(labels: list[int], width: float, rng: np.random.Generator) -> li
     h = width * 4 / 3
     gap = width + rng.uniform(0.5, 2.0)  # tiles of a hand touch, or nearly
     half = (HAND - 1) * gap / 2
-    margin = h / 2 + rng.uniform(20, 50)
+    margin = h / 2 + rng.uniform(30, 60)
     jitter = rng.uniform(-3, 3, 4)
     cx, cy = pw / 2, ph / 2
     it = iter(labels)
@@ -127,8 +134,8 @@ def table_tiles(labels: list[int], width: float, rng: np.random.Generator) -> li
     rows, per_row = MIDDLE
     middle = []
     for r in range(rows):
-        angle = float(rng.choice([0.0, 180.0])) + rng.uniform(-8, 8)
-        y = cy + (r - (rows - 1) / 2) * h * 1.6
+        angle = float(rng.choice([0.0, 180.0])) + rng.uniform(-4, 4)
+        y = cy + (r - (rows - 1) / 2) * h * 1.8
         x0 = cx - (per_row - 1) * (width + 3) / 2
         middle += _row([next(it) for _ in range(per_row)], (x0, y), (width + 3, 0), angle, width)
     return [t for hand in hands for t in hand] + middle

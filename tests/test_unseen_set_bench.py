@@ -3,6 +3,7 @@ run end to end on the riichi art, enrolment included."""
 
 import json
 
+import cv2
 import numpy as np
 import pytest
 
@@ -19,11 +20,12 @@ def test_a_table_lays_four_hands_and_the_middle_apart_inside_the_frame(seed, wid
     corners = np.array([t.corners() for t in tiles])
     assert corners.min() >= 0
     assert (corners[..., 0].max(), corners[..., 1].max()) <= bench.FRAME
-    # no two tiles lie on one another: their centres are a tile's width apart or more
-    centres = np.array([t.centre for t in tiles])
-    gaps = np.linalg.norm(centres[:, None] - centres[None], axis=2)
-    np.fill_diagonal(gaps, np.inf)
-    assert gaps.min() >= width
+    # no two tiles lie on one another, askew rows included
+    quads = [t.corners().astype(np.float32) for t in tiles]
+    for i in range(len(quads)):
+        for j in range(i + 1, len(quads)):
+            shared, _ = cv2.intersectConvexConvex(quads[i], quads[j])
+            assert shared < 1.0, (i, j)
     # each seat's hand turned to its seat
     angles = [round(t.angle / 90) % 4 for t in tiles[: 4 * bench.HAND : bench.HAND]]
     assert angles == [0, 3, 2, 1]
