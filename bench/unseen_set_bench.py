@@ -146,7 +146,7 @@ def tables(faces: FaceSet, n: int, seed: int) -> list[Rendered]:
     often; the same pictures for the same seed."""
     rng = np.random.default_rng(seed)
     per_table = 4 * HAND + MIDDLE[0] * MIDDLE[1]
-    kinds = [label for label in faces.labels]
+    kinds = list(faces.labels)
     pool: list[int] = []
     out = []
     for _ in range(n):

@@ -26,10 +26,10 @@ from vision.recognizer import (
     REREAD_MOVED_IOU,
     SPANS_TWO,
     TileRecognizer,
-    _joined_pieces,
     _nms,
     _reading_order,
     decode_finder,
+    join_pieces,
     quad_of,
     refine_box,
     square_crop,
@@ -842,14 +842,21 @@ def test_overlapping_peaks_are_suppressed():
     assert [round(f[1], 2) for f in found] == [0.9, 0.7]
 
 
-def _row_heatmap(pair_box_w: float):
-    """Peaks of a row of six tiles 8 finder cells apart (32 px boxes, 28 px wide) and, beside
-    it, two tiles 4 cells apart whose better peak's box is ``pair_box_w`` px wide."""
+def _six_tile_row():
+    """A finder's outputs with the peaks of a row of six tiles 8 cells apart (32 px boxes,
+    28 px wide): enough peaks to tell a tile's size by."""
     hm = np.zeros((1, 20, 60), np.float32)
     reg = np.zeros((6, 20, 60), np.float32)
     for k in range(6):
         hm[0, 4, 4 + 8 * k] = 0.9
         reg[2:4, 4, 4 + 8 * k] = np.log(7.0), np.log(8.0)
+    return hm, reg
+
+
+def _row_heatmap(pair_box_w: float):
+    """The row of :func:`_six_tile_row` and, below it, two tiles 4 cells apart whose better
+    peak's box is ``pair_box_w`` px wide."""
+    hm, reg = _six_tile_row()
     hm[0, 14, 10], hm[0, 14, 14] = 0.6, 0.55
     reg[:, 14, 10] = [2.0, 0, np.log(pair_box_w / 4), np.log(8.0), 0, 0]  # centred on both
     reg[:, 14, 14] = [0, 0, np.log(7.0), np.log(8.0), 0, 0]
@@ -878,13 +885,9 @@ def test_a_peak_on_part_of_a_tile_of_the_usual_size_still_goes():
 
 
 def _row_with_a_tile_in_pieces(second_top: float):
-    """The row of :func:`_row_heatmap` and, below it, a tile 28 px wide (x 106-134) found as
+    """The row of :func:`_six_tile_row` and, below it, a tile 28 px wide (x 106-134) found as
     two peaks: one on y 40-60, one on the 20 px from ``second_top``."""
-    hm = np.zeros((1, 20, 60), np.float32)
-    reg = np.zeros((6, 20, 60), np.float32)
-    for k in range(6):
-        hm[0, 4, 4 + 8 * k] = 0.9
-        reg[2:4, 4, 4 + 8 * k] = np.log(7.0), np.log(8.0)
+    hm, reg = _six_tile_row()
     hm[0, 12, 30], hm[0, 15, 30] = 0.8, 0.7
     reg[:, 12, 30] = [0, 0.5, np.log(7.0), np.log(5.0), 0, 0]  # centre y 50: 40-60
     reg[:, 15, 30] = [0, (second_top + 10) / 4 - 15, np.log(7.0), np.log(5.0), 0, 0]
@@ -907,7 +910,7 @@ def test_two_overlapping_tiles_are_not_joined():
     # boxes drawn wide over two tiles side by side: they overlap, but their union is two
     # tiles' area
     boxes = np.array([[0, 0, 40, 32], [20, 0, 40, 32], [100, 0, 28, 32]], np.float32)
-    out, keep = _joined_pieces(boxes, [0, 1, 2], tile_area=28 * 32)
+    out, keep = join_pieces(boxes, [0, 1, 2], tile_area=28 * 32)
     assert keep == [0, 1, 2] and np.array_equal(out, boxes)
 
 
@@ -923,7 +926,7 @@ def test_two_overlapping_tiles_are_not_joined():
 def test_joining_pieces_covers_every_piece_and_grows_no_box_past_a_tile(boxes, tile_area):
     arr = np.array(boxes, np.float32).reshape(-1, 4)
     keep = list(range(len(arr)))
-    out, kept = _joined_pieces(arr, keep, tile_area)
+    out, kept = join_pieces(arr, keep, tile_area)
     assert set(kept) <= set(keep) and kept == sorted(kept)
     for i in keep:  # each box lies within the box it became part of
         x, y, w, h = arr[i]

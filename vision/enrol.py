@@ -37,7 +37,7 @@ from vision.camera import read_image
 from vision.detection import Box, TileDetection, box_intersections, is_box
 from vision.labels import BACK, NUM_LABELS, label_from_name, label_name
 from vision.model_manifest import MANIFEST_FILE, ModelManifest
-from vision.recognizer import HEAD_FILE, ONE_TILE_UNION, TileRecognizer
+from vision.recognizer import HEAD_FILE, TileRecognizer, join_pieces
 
 BASE_HEAD_FILE = "base_head.npz"
 """The classifier's trained last layer, which enrolment refits."""
@@ -45,9 +45,8 @@ DEFAULT_LAYOUT = "123456789m / 123456789p / 123456789s / ESWNCFP / 12345678f"
 """One row per suit, then the honours, then the flowers; ``/`` separates rows."""
 GRID_PIECES_OVERLAP = 0.1
 """Two tiles found in a grid photo whose boxes share more than this part of the smaller box,
-and whose union is no larger than the recogniser's ``ONE_TILE_UNION`` tiles, are pieces of
-one tile: looser than the recogniser's own joining (``PIECES_OVERLAP``), since the tiles of
-a grid lie apart."""
+and whose union is about one tile, are pieces of one tile: looser than the recogniser's own
+joining (``vision.recognizer.PIECES_OVERLAP``), since the tiles of a grid lie apart."""
 
 
 class EnrolError(ConfigError):
@@ -110,61 +109,33 @@ def group_rows(detections: list[TileDetection]) -> list[list[TileDetection]]:
 def merge_pieces(
     recognizer: TileRecognizer, img: np.ndarray, found: list[TileDetection]
 ) -> list[TileDetection]:
-    """The tiles found in a grid photo with the pieces of one tile made one: boxes that
-    overlap (more than :data:`GRID_PIECES_OVERLAP` of the smaller) and whose union is about
-    one tile (``vision.recognizer.ONE_TILE_UNION``) become that union, read again there and
-    marked to check. A set unlike any the model learnt from can be found in pieces (each
-    half of a 4 筒 taken for a tile), and enrolment is for such sets; the recogniser joins
-    the pieces that overlap most itself, and in a grid, where tiles lie apart or touch, one
-    tile's worth of overlapping finds cannot be two tiles."""
+    """The tiles found in a grid photo with the pieces of one tile made one
+    (:func:`vision.recognizer.join_pieces`, at :data:`GRID_PIECES_OVERLAP`), each joined tile
+    read again at its union box and marked to check. A set unlike any the model learnt from
+    can be found in pieces (each half of a 4 筒 taken for a tile), and enrolment is for such
+    sets; the recogniser joins the pieces that overlap most itself, and in a grid, where
+    tiles lie apart or touch, one tile's worth of overlapping finds cannot be two tiles."""
     if len(found) < 2:
         return found
     boxes = np.array([d.box for d in found], np.float64)
-    area = boxes[:, 2] * boxes[:, 3]
-    tile = float(np.median(area))
-
-    def union(members: list[int]) -> tuple[float, float, float, float]:
-        x0, y0 = boxes[members, :2].min(axis=0)
-        x1, y1 = (boxes[members, :2] + boxes[members, 2:]).max(axis=0)
-        return float(x0), float(y0), float(x1 - x0), float(y1 - y0)
-
-    def one_tile(members: list[int]) -> bool:
-        _, _, w, h = union(members)
-        return w * h <= ONE_TILE_UNION * tile
-
-    smaller = np.minimum(area[:, None], area)
-    overlap = box_intersections(boxes, boxes) > GRID_PIECES_OVERLAP * smaller
-    group = list(range(len(found)))
-
-    def root(i: int) -> int:
-        while group[i] != i:
-            group[i] = group[group[i]]
-            i = group[i]
-        return i
-
-    for i, j in zip(*np.nonzero(np.triu(overlap, 1)), strict=True):
-        if one_tile([int(i), int(j)]):
-            group[root(int(i))] = root(int(j))
-    pieces: dict[int, list[int]] = {}
-    for i in range(len(found)):
-        pieces.setdefault(root(i), []).append(i)
+    tile = float(np.median(boxes[:, 2] * boxes[:, 3]))
+    joined, kept = join_pieces(boxes, list(range(len(found))), tile, GRID_PIECES_OVERLAP)
     out: list[TileDetection] = []
-    for members in pieces.values():
-        if len(members) == 1 or not one_tile(members):  # a chain that grew past one tile
-            out.extend(found[i] for i in members)
+    for i in kept:
+        if np.array_equal(joined[i], boxes[i]):
+            out.append(found[i])
             continue
-        box = union(members)
-        x0, y0, w, h = box
-        probs = recognizer.classify(img, [box])[0]
+        x0, y0, w, h = (float(v) for v in joined[i])
+        probs = recognizer.classify(img, [(x0, y0, w, h)])[0]
         label = int(probs.argmax())
         quad = np.array([[x0, y0], [x0 + w, y0], [x0 + w, y0 + h], [x0, y0 + h]], np.float32)
         out.append(
             TileDetection(
                 label,
                 float(probs[label]),
-                box,
+                (x0, y0, w, h),
                 quad,
-                sideways=bool(w > h),
+                sideways=w > h,
                 needs_confirmation=True,  # found in pieces: the label is a guess to check
             )
         )

@@ -95,7 +95,7 @@ def decode_finder(
     keep = _nms(boxes, nms_iou, tile_area=tile_area)
     if tile_area is not None:
         boxes = _parted_pairs(boxes, keep, tile_area)
-        boxes, keep = _joined_pieces(boxes, keep, tile_area)
+        boxes, keep = join_pieces(boxes, keep, tile_area)
     return [
         (
             (float(boxes[i, 0]), float(boxes[i, 1]), float(boxes[i, 2]), float(boxes[i, 3])),
@@ -159,23 +159,25 @@ ONE_TILE_UNION = 1.3
 """... when their union is at most this many tiles' area (two tiles side by side make two)."""
 
 
-def _joined_pieces(
-    boxes: np.ndarray, keep: list[int], tile_area: float
+def join_pieces(
+    boxes: np.ndarray, keep: list[int], tile_area: float, overlap: float = PIECES_OVERLAP
 ) -> tuple[np.ndarray, list[int]]:
     """``boxes`` and ``keep`` with the kept boxes that are pieces of one tile joined: two
-    that overlap (more than :data:`PIECES_OVERLAP` of the smaller) and whose union is about
-    one tile (:data:`ONE_TILE_UNION`) become that union, at the better box's place in
-    ``keep``.
+    that overlap (more than ``overlap`` of the smaller) and whose union is about one tile
+    (:data:`ONE_TILE_UNION` of ``tile_area``) become that union, at the better box's place
+    in ``keep`` (best first). A box joined is the only one changed.
 
     Tiles seen from above do not overlap, so one tile's worth of overlapping finds is one
     tile: the finder can take each half of a face that repeats a motif (the dots of a 4 筒
-    in a set it never saw) for a tile, and the halves' peaks outscore the tile's own."""
+    in a set it never saw) for a tile, and the halves' peaks outscore the tile's own.
+    Enrolment joins the finds of a grid photo by the same rule, looser
+    (:data:`vision.enrol.GRID_PIECES_OVERLAP`)."""
     if len(keep) < 2:
         return boxes, keep
     kept = np.array(keep)
     sub = boxes[kept].astype(np.float64)
     area = sub[:, 2] * sub[:, 3]
-    shared = box_intersections(sub, sub) > PIECES_OVERLAP * np.minimum(area[:, None], area)
+    shared = box_intersections(sub, sub) > overlap * np.minimum(area[:, None], area)
     pairs = np.argwhere(np.triu(shared, 1))  # (better, worse): keep is best first
     if not len(pairs):
         return boxes, keep

@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -540,6 +541,16 @@ _ART_MARGIN = 0.06
 """Part of the tile's width and height left between the art and each edge (the border)."""
 
 
+def _resvg() -> Any:
+    """The ``resvg_py`` module (the train extra's), imported only when art is drawn;
+    :class:`~controller.errors.ModelError` saying how to install it where it is missing."""
+    try:
+        import resvg_py
+    except ImportError:
+        raise ModelError("drawing the tile art needs resvg-py: pip install -e '.[train]'") from None
+    return resvg_py
+
+
 def art_faces(
     tile_art_dir: str | Path,
     width: int = TILE_WIDTH,
@@ -557,10 +568,7 @@ def art_faces(
     Raises :class:`~controller.errors.ModelError` when ``resvg_py`` is not installed, the sheet
     is missing or unreadable, or a tile's element in it is missing or draws nothing.
     """
-    try:
-        import resvg_py
-    except ImportError:
-        raise ModelError("drawing the tile art needs resvg-py: pip install -e '.[train]'") from None
+    resvg_py = _resvg()
     path = Path(tile_art_dir) / "wikimedia-pd" / sheet
     try:
         root = ET.parse(path).getroot()
@@ -645,17 +653,12 @@ def riichi_art_faces(tile_art_dir: str | Path, width: int = TILE_WIDTH) -> FaceS
 
     Raises :class:`~controller.errors.ModelError` when ``resvg_py`` is not installed or a
     file is missing, unreadable or draws nothing."""
+    resvg_py = _resvg()
     h = round(width * 4 / 3)
     folder = Path(tile_art_dir) / RIICHI_ART
 
     def draw(name: str) -> np.ndarray:
         path = folder / f"{name}.svg"
-        try:
-            import resvg_py
-        except ImportError:
-            raise ModelError(
-                "drawing the tile art needs resvg-py: pip install -e '.[train]'"
-            ) from None
         try:
             svg = path.read_text(encoding="utf-8")
             png = resvg_py.svg_to_bytes(
