@@ -107,6 +107,14 @@ class EventReader:
         except (OSError, ValueError, http.client.HTTPException):
             return
 
+    def wait_live(self, timeout: float = HAND_S) -> None:
+        """Wait for the feed's first frame (the snapshot the server sends a new stream):
+        from then on every event the table sends reaches this reader too."""
+        deadline = time.monotonic() + timeout
+        while not self.seen:
+            assert time.monotonic() < deadline, "the live feed sent nothing"
+            time.sleep(0.01)
+
     def close(self) -> None:
         self._conn.close()
 
@@ -136,19 +144,22 @@ def test_the_board_loads_with_every_seat_and_no_concealed_hand(page: Any, sim: S
 
 
 def test_a_simulated_event_shows_within_a_second(page: Any, sim: SimProcess) -> None:
-    page.evaluate(
-        """() => {
-            const el = document.querySelector('[data-testid=phase]');
-            window.__phases = [[0, el.dataset.phase]];  // where it stands: not a change
-            new MutationObserver(() => {
-                const p = el.dataset.phase;
-                const last = window.__phases[window.__phases.length - 1];
-                if (!last || last[1] !== p) window.__phases.push([Date.now(), p]);
-            }).observe(el, {attributes: true, childList: true, subtree: true});
-        }"""
-    )
+    # the feed is live before the page is watched: a phase the page shows after that was sent
+    # after it too (opened after, a change in between reached the page but not the feed)
     feed = EventReader(sim)
     try:
+        feed.wait_live()
+        page.evaluate(
+            """() => {
+                const el = document.querySelector('[data-testid=phase]');
+                window.__phases = [[0, el.dataset.phase]];  // where it stands: not a change
+                new MutationObserver(() => {
+                    const p = el.dataset.phase;
+                    const last = window.__phases[window.__phases.length - 1];
+                    if (!last || last[1] !== p) window.__phases.push([Date.now(), p]);
+                }).observe(el, {attributes: true, childList: true, subtree: true});
+            }"""
+        )
         # the bots play on: the hand's phases change (playing -> win declared -> reading ...)
         page.wait_for_function("() => window.__phases.length >= 3")
         shown: list[list[Any]] = page.evaluate("() => window.__phases")[1:]
