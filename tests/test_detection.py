@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vision.detection import TileDetection, box_intersections, box_iou, box_of_quad
+from vision.detection import TileDetection, box_intersections, box_iou, box_of_quad, scale_box
 from vision.labels import BACK
 from vision.recognizer import quad_of
 
@@ -73,6 +73,21 @@ def test_iou_is_symmetric_and_bounded(a, b):
     v = box_iou(a, b)
     assert 0.0 <= v <= 1.0 + 1e-9
     assert v == pytest.approx(box_iou(b, a))
+
+
+def test_scale_box_examples():
+    assert scale_box((10, 20, 40, 60), 0.5) == (20.0, 35.0, 20.0, 30.0)
+    assert scale_box((10, 20, 40, 60), 1.0) == (10, 20, 40, 60)
+
+
+@given(boxes, st.floats(0.5, 1.5))
+def test_scale_box_keeps_the_centre_and_undoes_itself(box, factor):
+    x, y, w, h = scale_box(box, factor)
+    assert (x + w / 2, y + h / 2) == pytest.approx((box[0] + box[2] / 2, box[1] + box[3] / 2))
+    assert (w, h) == pytest.approx((box[2] * factor, box[3] * factor))
+    assert scale_box((x, y, w, h), 1 / factor) == pytest.approx(box)
+    # as much of the smaller box lies in the larger as a box's sides are scaled: IoU f**2
+    assert box_iou(box, (x, y, w, h)) == pytest.approx(min(factor, 1 / factor) ** 2)
 
 
 def test_box_of_quad():

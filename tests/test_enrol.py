@@ -12,7 +12,7 @@ import pytest
 from controller.cli import main
 from controller.errors import ModelError
 from vision import enrol
-from vision.detection import TileDetection, box_iou
+from vision.detection import TileDetection, box_iou, scale_box
 from vision.labels import BACK, NUM_LABELS
 from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
 from vision.rendering.faces import procedural_faces
@@ -138,17 +138,18 @@ def test_enrol_own_set_end_to_end(tmp_path, rec):
     assert right >= 0.95 and right >= right_before
 
 
-def _halves(d: TileDetection) -> list[TileDetection]:
+def _halves(d: TileDetection, rec: TileRecognizer) -> list[TileDetection]:
     """A tile found as its two halves, each a little over half of it (as a finder that
-    takes each half of a 4 筒 for a tile finds it)."""
-    x, y, w, h = d.box
-    top = (x, y, w, h * 0.55)
-    bottom = (x + 1, y + h * 0.45, w - 1, h * 0.55)
-    return [
-        TileDetection(10, 0.8, b, np.array([[b[0], b[1]], [b[0] + b[2], b[1]],
-                      [b[0] + b[2], b[1] + b[3]], [b[0], b[1] + b[3]]], np.float32))
-        for b in (top, bottom)
-    ]  # fmt: skip
+    takes each half of a 4 筒 for a tile finds it), reported as the recogniser reports a
+    box: found at the tile's read box, reported at its box scale."""
+    x, y, w, h = rec.read_box(d.box)
+    found = [(x, y, w, h * 0.55), (x + 1, y + h * 0.45, w - 1, h * 0.55)]
+    out = []
+    for b in (scale_box(f, rec.box_scale) for f in found):
+        quad = np.array([[b[0], b[1]], [b[0] + b[2], b[1]],
+                         [b[0] + b[2], b[1] + b[3]], [b[0], b[1] + b[3]]], np.float32)  # fmt: skip
+        out.append(TileDetection(10, 0.8, b, quad))
+    return out
 
 
 def test_a_tile_found_in_pieces_is_one_tile_of_the_grid(tmp_path, rec, monkeypatch):
@@ -160,7 +161,7 @@ def test_a_tile_found_in_pieces_is_one_tile_of_the_grid(tmp_path, rec, monkeypat
     assert len(found) == 5
     # the 4p (third of the first row) found as two halves
     four = min(found, key=lambda d: abs(d.box[0] - truth.tiles[2].box[0]))
-    split = [d for d in found if d is not four] + _halves(four)
+    split = [d for d in found if d is not four] + _halves(four, rec)
     merged = enrol.merge_pieces(rec, img, split)
     assert len(merged) == 5 and all(d in merged for d in found if d is not four)
     (whole,) = [d for d in merged if d not in found]
@@ -293,8 +294,9 @@ def test_embed_views_embeds_every_tile_in_every_view(rec, tmp_path):
     emb = enrol.embed_views(rec, img, boxes)
     views = len(emb) // len(boxes)
     assert len(emb) == views * len(boxes) and views > 1
-    # the first view is the photo as taken
-    np.testing.assert_allclose(emb[: len(boxes)], rec.embed(img, boxes), rtol=1e-5, atol=1e-5)
+    # the first view is the photo as taken, each tile cut where the recogniser read it
+    read_at = [rec.read_box(b) for b in boxes]
+    np.testing.assert_allclose(emb[: len(boxes)], rec.embed(img, read_at), rtol=1e-5, atol=1e-5)
     # a view's turned copy of a tile embeds close to the tile as taken, not to its neighbour
     turned = emb[3 * len(boxes) : 4 * len(boxes)]
     d = np.linalg.norm(turned[:, None] - emb[None, : len(boxes)], axis=2)

@@ -48,6 +48,7 @@ def test_without_a_second_look_its_sizes_are_left_out():
         ("finder", "../finder.onnx", "finder must name a file in the model folder"),
         ("training", [], "training must be an object"),
         ("labels", ["1m"], "labels must be the 43 labels"),
+        ("box_scale", "tight", "box_scale must be a number"),
         ("format", 2, "not a tile model manifest of format 1"),
     ],
 )
@@ -93,3 +94,16 @@ def test_a_confidence_temperature_that_is_no_number_is_named(tmp_path):
     )
     with pytest.raises(ModelError, match="confidence_temperature must be a number"):
         ModelManifest.read(tmp_path)
+
+
+def test_the_box_scale_defaults_to_one_and_round_trips(tmp_path):
+    # a folder written before the setting reports its boxes as found
+    (tmp_path / "model.json").write_text(json.dumps({"format": 1}))
+    assert ModelManifest.read(tmp_path).box_scale == 1.0
+    ModelManifest(box_scale=0.94).write(tmp_path)
+    assert json.loads((tmp_path / "model.json").read_text())["box_scale"] == 0.94
+    assert ModelManifest.read(tmp_path).box_scale == 0.94
+    # the committed model's was chosen on the validation photos whose labels stay apart
+    committed = ModelManifest.read(DEFAULT_MODEL_DIR)
+    by_scale = committed.training["validation"]["tile_f1_labels_apart_by_box_scale"]
+    assert by_scale[str(committed.box_scale)] == max(by_scale.values()) > by_scale["1.0"]

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from controller.errors import CameraError, ModelError, VisionError
 from controller.rules.melds import Meld
 from controller.rules.tiles import Tile, parse_tiles
-from vision.detection import TileDetection, box_iou
+from vision.detection import TileDetection, box_iou, scale_box
 from vision.labels import BACK, LABEL_NAMES
 from vision.recognizer import (
     DEFAULT_MODEL_DIR,
@@ -268,7 +268,10 @@ def test_the_classifier_places_each_tile(rec, tmp_path):
     plain = TileRecognizer(model, threads=1)
     assert not plain.refine
     unplaced = plain.detect(scene.image)
-    assert sorted(d.box for d in unplaced) == sorted(b for b, *_ in found)
+    # each as found, reported at the model's box scale
+    assert sorted(d.box for d in unplaced) == sorted(
+        scale_box(b, plain.box_scale) for b, *_ in found
+    )
     # and so can the caller
     assert not TileRecognizer(threads=1, refine=False).refine
     # with it, the boxes are the classifier's own, and sit on the tiles at least as well
@@ -281,6 +284,37 @@ def test_the_classifier_places_each_tile(rec, tmp_path):
     # on this clean rendered row the finder's boxes are already good (IoU 0.86 with the tiles);
     # what the classifier's boxes are worth on real photos is the benchmark's (--no-refine)
     assert mean_iou(placed) > 0.8 and mean_iou(placed) >= mean_iou(unplaced) - 0.01
+
+
+def test_reported_boxes_are_scaled_about_their_centres_and_read_the_same(rec, monkeypatch):
+    scene = _row_scene(list(range(12)), seed=3)
+    monkeypatch.setattr(rec, "box_scale", 1.0)
+    as_found = rec.detect(scene.image)
+    monkeypatch.setattr(rec, "box_scale", 0.9)
+    tight = rec.detect(scene.image)
+    assert len(tight) == len(as_found) == 12
+    for t, f in zip(tight, as_found, strict=True):
+        # the same reading: the tiles are read where they were found
+        assert (t.label, t.confidence, t.needs_confirmation, t.sideways) == (
+            f.label, f.confidence, f.needs_confirmation, f.sideways
+        )  # fmt: skip
+        assert t.alternatives == f.alternatives
+        assert t.box == pytest.approx(scale_box(f.box, 0.9))
+        assert t.centre == pytest.approx(f.centre)
+        assert t.quad == pytest.approx(t.quad.mean(axis=0) + 0.9 * (f.quad - f.quad.mean(axis=0)))
+        # and read_box gives back the box it was read from
+        assert rec.read_box(t.box) == pytest.approx(f.box)
+
+
+def test_a_box_scale_off_its_range_is_refused(tmp_path):
+    for bad in (0.2, 1.6, math.nan):
+        with pytest.raises(ModelError, match=r"box_scale must be 0\.5-1\.5"):
+            TileRecognizer(box_scale=bad)
+    model = _copy_model(tmp_path)
+    manifest = json.loads((model / "model.json").read_text())
+    (model / "model.json").write_text(json.dumps({**manifest, "box_scale": 0}))
+    with pytest.raises(ModelError, match=r"box_scale must be 0\.5-1\.5, not 0"):
+        TileRecognizer(model)
 
 
 def test_a_tile_placed_far_from_its_found_box_is_read_again_where_it_lies(rec):

@@ -18,10 +18,11 @@ from vision.labels import BACK
 
 torch = pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
 
-from vision.detection import box_iou  # noqa: E402
+from vision.detection import box_iou, scale_box  # noqa: E402
 from vision.recognizer import TileRecognizer, refine_box  # noqa: E402
 from vision.training.dataset import LabelledPhoto  # noqa: E402
 from vision.training.train import (  # noqa: E402
+    BOX_SCALES,
     CROP_MARGIN,
     CROP_SIZE,
     EMBEDDING,
@@ -41,6 +42,7 @@ from vision.training.train import (  # noqa: E402
     _real_finder_sample,
     _rot90,
     _Sample,
+    _tune_box_scale,
     box_target,
     boxes_at_found,
     build_classifier,
@@ -439,7 +441,14 @@ def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
     fit = [u for u in table_u if table_u[u] >= max(table_u.values()) - TABLE_SLACK]
     reread = str(manifest["reread_below"])
     assert reread in fit and by_reread[reread] == max(by_reread[u] for u in fit)
-    assert manifest["training"]["validation"]["tile_f1"] == by_reread[reread]
+    # last the scale of the reported boxes, on the photos whose labels stay apart; a new
+    # model starts at 1
+    by_scale = manifest["training"]["validation"]["tile_f1_labels_apart_by_box_scale"]
+    if by_scale:
+        assert sorted(map(float, by_scale)) == list(BOX_SCALES)
+        assert by_scale[str(manifest["box_scale"])] == max(by_scale.values())
+    if manifest["box_scale"] == 1.0:
+        assert manifest["training"]["validation"]["tile_f1"] == by_reread[reread]
     assert any("finder epoch 1/1" in line for line in logs)
     rec = TileRecognizer(out)
     assert rec.rescale == manifest["rescale"]
@@ -675,6 +684,61 @@ def test_tuning_fits_the_confidence_calibration_last(tmp_path, shared_data, monk
     assert tuned.training["validation"]["confidence_reads"] >= 10
     assert "confidence calibration" in said[-1]
     assert TileRecognizer(model).temperature == tuned.confidence_temperature
+
+
+class _BoxScaleTrials:
+    """What :func:`_tune_box_scale` asks of the tuning trials: two photos, read with the
+    boxes as found."""
+
+    def __init__(self, start: float = 1.0) -> None:
+        def photo(name, boxes):
+            b = np.array(boxes, np.float32)
+            return LabelledPhoto(Path(name), "s", (200, 200), b, np.arange(len(b)))
+
+        # labels that fit two tiles apart; the finder's boxes 1.6x their side, at IoU
+        # 1 / 1.6**2 = 0.39 with them, and over 0.5 once scaled by 0.88 or less
+        apart = photo("apart.jpg", [(10, 10, 10, 10), (40, 10, 10, 10)])
+        # labels twice the tile's side taking in the neighbours: boxes on the tiles match
+        # them as found (IoU 0.53) and not once shrunk by 0.88 (0.41)
+        crowded = photo("crowded.jpg", [(100, 100, 20, 20), (108, 100, 20, 20), (116, 100, 20, 20)])
+        self.val_photos = [apart, crowded]
+        self.found = [
+            [((7.0, 7.0, 16.0, 16.0), 0, 0.9), ((37.0, 7.0, 16.0, 16.0), 1, 0.9)],
+            [((x + 2.75, 102.75, 14.5, 14.5), k, 0.9) for k, x in enumerate((100, 108, 116))],
+        ]
+        self.start_box_scale = start
+
+    def predictions(self, threshold, rescale, reread, box_scale):
+        assert box_scale == 1.0  # read once, as found; scaled afterwards
+        return self.found
+
+
+def test_the_box_scale_is_fitted_on_the_photos_whose_labels_stay_apart():
+    said: list[str] = []
+    scale, by_s = _tune_box_scale(_BoxScaleTrials(), 0.3, None, 0.8, said.append)
+    # the crowded photo, which would keep the boxes as found, has no say
+    assert scale == 0.88
+    assert by_s[0.88] == 1.0 and by_s[1.0] == 0.0 and sorted(by_s) == list(BOX_SCALES)
+    assert "1 validation photos whose labels stay apart" in said[-1] and "using 0.88" in said[-1]
+
+
+def test_a_tie_keeps_the_models_box_scale_else_the_boxes_as_found():
+    trials = _BoxScaleTrials(start=0.94)
+    trials.found = [[(scale_box(b, 1 / 1.6), k, c) for b, k, c in f] for f in trials.found]
+    # the boxes now fit the labels that stay apart at every scale tried
+    scale, by_s = _tune_box_scale(trials, 0.3, None, 0.8, lambda _: None)
+    assert set(by_s.values()) == {1.0} and scale == 0.94
+    trials.start_box_scale = 0.95  # not among those tried
+    assert _tune_box_scale(trials, 0.3, None, 0.8, lambda _: None)[0] == 1.0
+
+
+def test_without_photos_whose_labels_stay_apart_the_box_scale_is_kept():
+    trials = _BoxScaleTrials(start=0.96)
+    trials.val_photos = trials.val_photos[1:]
+    trials.found = trials.found[1:]
+    said: list[str] = []
+    assert _tune_box_scale(trials, 0.3, None, 0.8, said.append) == (0.96, {})
+    assert "the model keeps its 0.96" in said[-1]
 
 
 def test_the_settings_of_each_part_are_fields_of_the_configuration():

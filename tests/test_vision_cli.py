@@ -279,7 +279,7 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
 
     from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
     from vision.training.dataset import load_photos
-    from vision.training.train import REREADS, RESCALES, THRESHOLDS
+    from vision.training.train import BOX_SCALES, REREADS, RESCALES, THRESHOLDS
 
     # a few validation photos, in the shared data's layout
     data = _data_folder(
@@ -301,11 +301,17 @@ def test_retune_chooses_the_settings_again_on_the_validation_photos(tmp_path, sh
     assert len(validation["tile_f1_by_rescale"]) == len(RESCALES)
     assert len(validation["tile_f1_by_reread"]) == len(REREADS)
     assert len(validation["table_meld_accuracy_by_reread"]) == len(REREADS)
-    assert validation["tile_f1"] == validation["tile_f1_by_reread"][str(manifest["reread_below"])]
+    assert "scale of the reported boxes" in printed
+    if validation["tile_f1_labels_apart_by_box_scale"]:
+        assert len(validation["tile_f1_labels_apart_by_box_scale"]) == len(BOX_SCALES)
+    if manifest["box_scale"] == TileRecognizer().box_scale:  # the scale the rest was tuned at
+        at = str(manifest["reread_below"])
+        assert validation["tile_f1"] == validation["tile_f1_by_reread"][at]
     assert (model / "finder.onnx").read_bytes() == weights  # nothing was trained
     rec = TileRecognizer(model)
     assert rec.finder_threshold == manifest["finder_threshold"]
     assert rec.reread_below == manifest["reread_below"]
+    assert rec.box_scale == manifest["box_scale"]
     # not a model, and nothing to tune on: clear errors
     assert main(["train", "--data", str(data), "--retune", str(tmp_path / "data")]) == 3
     assert "has no model.json" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from controller.rules.tiles import Tile, parse_tiles
 from hardware_sim.camera import SimCamera
 from vision.calibration import CalibrationError, apply, calibrate_from_markers
 from vision.camera import CameraLost, EndOfStream, Frame, ImageFolderCamera
-from vision.detection import TileDetection, box_of_quad
+from vision.detection import TileDetection, box_of_quad, scale_box
 from vision.labels import BACK
 from vision.pipeline import STRIP_MARGIN_MM, TablePipeline
 from vision.recognizer import TileRecognizer
@@ -57,6 +57,20 @@ class RendererTruth:
         frame = self.camera.last_frame
         assert frame is not None and np.array_equal(image, frame.image), "not the last frame"
         return [TileDetection(t.label, 0.98, t.box, t.quad, t.sideways) for t in frame.visible()]
+
+
+class ScaledTruth(RendererTruth):
+    """The truth as a recogniser that reports its boxes at ``box_scale`` reports it."""
+
+    box_scale = 0.88
+
+    def detect(self, image: np.ndarray) -> list[TileDetection]:
+        out = []
+        for d in super().detect(image):
+            c = d.quad.mean(axis=0)
+            quad = c + (d.quad - c) * self.box_scale
+            out.append(replace(d, box=scale_box(d.box, self.box_scale), quad=quad))
+        return out
 
 
 class NoTiles:
@@ -736,9 +750,46 @@ def test_the_committed_model_reads_the_simulated_table(
     assert _melds(pipeline.views[0]) == list(LAYOUT.seats[0].melds)
 
 
-def test_the_committed_model_sees_a_pung_become_a_kong(
-    recognizer: TileRecognizer, sim_cameras
+def test_outlines_reported_at_a_box_scale_are_read_at_the_size_they_were_found(
+    sim_camera: SimCamera,
 ) -> None:
+    """The pipeline's measures of a tile's lie and of the gaps in a meld were fitted on the
+    boxes as found: a recogniser reporting them scaled (``box_scale``) reads the table the
+    same, every outline taken back to its size."""
+    sim_camera.set_layout(LAYOUT)
+    frame = sim_camera.read()
+    calibration = calibrate_from_markers(frame.image)
+    truth = TablePipeline(calibration, RendererTruth(sim_camera)).read(frame)
+    scaled = TablePipeline(calibration, ScaledTruth(sim_camera)).read(frame)
+
+    def seen(views):
+        return [
+            (
+                v.flowers,
+                [(m.kind, m.tiles, m.source, m.note) for m in v.melds],
+                v.open_tiles,
+                v.notes,
+            )
+            for v in views
+        ]
+
+    assert seen(scaled.views) == seen(truth.views)
+    for a, b in zip(scaled.views, truth.views, strict=True):
+        assert [m.centre for m in a.melds] == [pytest.approx(m.centre) for m in b.melds]
+    assert len(scaled.reads) == len(truth.reads) > 20
+    for a, b in zip(scaled.reads, truth.reads, strict=True):
+        assert a.label == b.label
+        np.testing.assert_allclose(a.quad, b.quad, atol=1e-3)
+
+
+@pytest.mark.parametrize("box_scale", [None, 0.88])
+def test_the_committed_model_sees_a_pung_become_a_kong(
+    recognizer: TileRecognizer, sim_cameras, monkeypatch, box_scale
+) -> None:
+    # at any box scale: the kong's two stacked sideways tiles, found as one, are cut in two
+    # by the width they were found at
+    if box_scale is not None:
+        monkeypatch.setattr(recognizer, "box_scale", box_scale)
     camera = sim_cameras(1)
     calibration = calibrate_from_markers(camera.read().image)
     tracker = TableTracker(calibration.geometry, stable_frames=STABLE)

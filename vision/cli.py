@@ -92,8 +92,9 @@ def _register_train(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--reuse-classifier", type=Path, metavar="MODEL_DIR", help="keep this "
                    "model's classifier and train only the finder")  # fmt: skip
     t.add_argument("--retune", type=Path, metavar="MODEL_DIR", help="train nothing: choose "
-                   "this model's finder threshold, close-up second look and reread "
-                   "confidence again on the validation photos, fit its confidence calibration, "
+                   "this model's finder threshold, close-up second look, reread "
+                   "confidence and box scale again on the validation photos, fit its "
+                   "confidence calibration, "
                    "and write them into its model.json")  # fmt: skip
     t.add_argument("--quantise", type=Path, metavar="MODEL_DIR", help="train nothing: "
                    "quantise this model's float classifier to int8 (ranges from the training "
@@ -465,6 +466,7 @@ def _retune(
         "rescale_above",
         "rescale_to",
         "reread_below",
+        "box_scale",
         "confidence_temperature",
     )
     layout = manifest.to_json()

@@ -117,6 +117,14 @@ def is_box(box: Any) -> bool:
     return len(box) == 4 and all(math.isfinite(v) for v in box) and box[2] > 0 and box[3] > 0
 
 
+def scale_box(box: Box, factor: float) -> Box:
+    """``box`` with its sides scaled by ``factor`` about its centre."""
+    if factor == 1.0:
+        return box
+    x, y, w, h = box
+    return (x + w * (1 - factor) / 2, y + h * (1 - factor) / 2, w * factor, h * factor)
+
+
 def box_iou(a: Box, b: Box) -> float:
     """Intersection over union of two ``(x, y, w, h)`` boxes (0 when either is empty)."""
     ax, ay, aw, ah = a

@@ -34,7 +34,7 @@ from controller.errors import CameraError, ConfigError, ModelError
 from controller.rules.errors import HandError
 from controller.rules.tiles import parse_tiles
 from vision.camera import read_image
-from vision.detection import Box, TileDetection, box_intersections, is_box
+from vision.detection import Box, TileDetection, box_intersections, is_box, scale_box
 from vision.labels import BACK, NUM_LABELS, label_from_name, label_name
 from vision.model_manifest import MANIFEST_FILE, ModelManifest
 from vision.recognizer import HEAD_FILE, TileRecognizer, join_pieces
@@ -114,10 +114,12 @@ def merge_pieces(
     read again at its union box and marked to check. A set unlike any the model learnt from
     can be found in pieces (each half of a 4 筒 taken for a tile), and enrolment is for such
     sets; the recogniser joins the pieces that overlap most itself, and in a grid, where
-    tiles lie apart or touch, one tile's worth of overlapping finds cannot be two tiles."""
+    tiles lie apart or touch, one tile's worth of overlapping finds cannot be two tiles.
+    Pieces are joined, and read, at the boxes the recogniser read them from
+    (:meth:`~vision.recognizer.TileRecognizer.read_box`)."""
     if len(found) < 2:
         return found
-    boxes = np.array([d.box for d in found], np.float64)
+    boxes = np.array([recognizer.read_box(d.box) for d in found], np.float64)
     tile = float(np.median(boxes[:, 2] * boxes[:, 3]))
     joined, kept = join_pieces(boxes, list(range(len(found))), tile, GRID_PIECES_OVERLAP)
     out: list[TileDetection] = []
@@ -125,9 +127,10 @@ def merge_pieces(
         if np.array_equal(joined[i], boxes[i]):
             out.append(found[i])
             continue
-        x0, y0, w, h = (float(v) for v in joined[i])
-        probs = recognizer.classify(img, [(x0, y0, w, h)])[0]
+        union = tuple(float(v) for v in joined[i])
+        probs = recognizer.classify(img, [union])[0]  # type: ignore[list-item]
         label = int(probs.argmax())
+        x0, y0, w, h = scale_box(union, recognizer.box_scale)  # type: ignore[arg-type]
         quad = np.array([[x0, y0], [x0 + w, y0], [x0 + w, y0 + h], [x0, y0 + h]], np.float32)
         out.append(
             TileDetection(
@@ -394,8 +397,11 @@ def cross_photo_accuracy(
 
 def embed_views(recognizer: TileRecognizer, img: np.ndarray, boxes: list[Box]) -> np.ndarray:
     """Embeddings of the tiles at ``boxes`` in a picture, in every augmented view: one row
-    per tile per view, view after view (the tiles' order repeats)."""
-    return np.concatenate([recognizer.embed(v, b) for v, b in _augmented_views(img, boxes)])
+    per tile per view, view after view (the tiles' order repeats). The boxes are the
+    reported ones: each tile is cut at its
+    :meth:`~vision.recognizer.TileRecognizer.read_box`, as the recogniser reads it."""
+    read_at = [recognizer.read_box(b) for b in boxes]
+    return np.concatenate([recognizer.embed(v, b) for v, b in _augmented_views(img, read_at)])
 
 
 def base_head(model_dir: Path, embedding_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -38,7 +38,15 @@ from controller.errors import ModelError, VisionError
 from vision import int8_weights, model_manifest, scale
 from vision.camera import as_bgr as _as_bgr
 from vision.confidence import TEMPERATURE_RANGE, temper
-from vision.detection import Box, TileDetection, box_intersections, box_iou, is_box, reading_order
+from vision.detection import (
+    Box,
+    TileDetection,
+    box_intersections,
+    box_iou,
+    is_box,
+    reading_order,
+    scale_box,
+)
 from vision.labels import BACK, NUM_LABELS
 from vision.model_manifest import ModelManifest
 
@@ -48,6 +56,9 @@ HEAD_FILE = "head.npz"
 FINDER_OUTPUTS = ("heatmap", "regression")
 """The finder's outputs, by name (an exporter may list them in either order)."""
 MAX_CROP_MARGIN = 4.0
+BOX_SCALE_RANGE = (0.5, 1.5)
+"""The box scales a model may report its boxes at (see :attr:`TileRecognizer.box_scale`):
+beyond them a box would no longer be the tile's."""
 
 
 def _picture(image: Any) -> np.ndarray:
@@ -280,9 +291,12 @@ class TileRecognizer:
     the classifier's boxes replace the finder's (default: the manifest's ``refine``, true;
     always false for a model without that output); ``temperature`` the one the reported
     probabilities are tempered by (default: the manifest's ``confidence_temperature``, see
-    :mod:`vision.confidence`); ``signed_weights`` whether a quantised classifier's weights
-    are loaded signed, the fast form, which only a CPU with VNNI sums exactly (default: on
-    such a CPU; see :mod:`vision.int8_weights`; the reads are the same either way).
+    :mod:`vision.confidence`); ``box_scale`` the factor each reported box's sides are scaled
+    by about its centre (default: the manifest's, fitted on the validation photos; tiles are
+    read from the boxes as found whatever it is); ``signed_weights`` whether a quantised
+    classifier's weights are loaded signed, the fast form, which only a CPU with VNNI sums
+    exactly (default: on such a CPU; see :mod:`vision.int8_weights`; the reads are the same
+    either way).
     ``classifier_weights`` says which form was loaded: ``"signed"`` or ``"as stored"``.
 
     Raises :class:`~controller.errors.ModelError` when the model is missing, corrupt or of
@@ -301,6 +315,7 @@ class TileRecognizer:
         threads: int | None = None,
         refine: bool | None = None,
         temperature: float | None = None,
+        box_scale: float | None = None,
         signed_weights: bool | None = None,
     ) -> None:
         # a folder written in code as "~/my-tiles" is the user's, as it is in the shell
@@ -328,6 +343,7 @@ class TileRecognizer:
         self.temperature = (
             float(temperature) if temperature is not None else manifest.confidence_temperature
         )
+        self.box_scale = float(box_scale) if box_scale is not None else manifest.box_scale
         self._check_settings()
         threads = threads or max(1, min(4, os.cpu_count() or 1))
         self._finder = self._session(manifest.finder, threads)
@@ -375,6 +391,9 @@ class TileRecognizer:
             raise ModelError(
                 f"confidence_temperature must be {low:g}-{high:g}, not {self.temperature}"
             )
+        low, high = BOX_SCALE_RANGE
+        if not low <= self.box_scale <= high:
+            raise ModelError(f"box_scale must be {low:g}-{high:g}, not {self.box_scale}")
         if not 8.0 <= self.rescale_to <= self.rescale_above:
             raise ModelError(
                 f"rescale_to ({self.rescale_to}) must be at least 8 and at most rescale_above "
@@ -658,6 +677,12 @@ class TileRecognizer:
             raise ModelError("the classifier model gave readings that are not numbers")
         return probs, (placed[0] if placed else None)
 
+    def read_box(self, box: Box) -> Box:
+        """The box a tile reported at ``box`` was read from: :attr:`box_scale` undone. To read
+        a reported tile again (or learn it, as enrolment does) as the recogniser first read
+        it, cut it at this box."""
+        return scale_box(box, 1.0 / self.box_scale)
+
     def embed(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """The classifier's embeddings (N x E) of tiles at ``boxes`` (for enrolment)."""
         img = _picture(image)
@@ -729,7 +754,7 @@ class TileRecognizer:
         for i, (_, score, angle, down) in enumerate(found):
             if i not in keep:
                 continue
-            box = boxes[i]
+            box = scale_box(boxes[i], self.box_scale)
             quad, sideways = quad_of(box, angle)
             r = read.get(i)
             alternatives: tuple[tuple[int, float], ...]

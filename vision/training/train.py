@@ -40,6 +40,7 @@ from vision.labels import BACK, LABEL_NAMES, NUM_LABELS
 from vision.model_manifest import MANIFEST_FILE, ModelManifest
 
 if TYPE_CHECKING:  # the recogniser loads onnxruntime: imported where it runs
+    from vision.detection import Box
     from vision.recognizer import TileRecognizer
 
 STRIDE = 4
@@ -1220,6 +1221,13 @@ REREADS = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95)
 :attr:`TileRecognizer.reread_below`), tried on the validation photos last; 0 for never."""
 
 
+BOX_SCALES = (0.88, 0.9, 0.92, 0.94, 0.96, 0.98, 1.0)
+"""The factors the reported boxes' sides are scaled by (see
+:attr:`TileRecognizer.box_scale`) tried on the validation photos whose labels stay apart,
+after the other settings: the model's boxes come out a little larger than the tile (the
+crowded photos' labels, which take in the neighbours, teach them too), never smaller."""
+
+
 def _rescale_name(rescale: tuple[float, float] | None) -> str:
     return "off" if rescale is None else f"{rescale[0]:g}/{rescale[1]:g}"
 
@@ -1245,7 +1253,11 @@ def tune(
     second look (of :data:`RESCALES`), then the confidence under which a tile is read again
     turned (of :data:`REREADS`), each the one of best tile-level F1 (right box and right
     label; detections outside a photo's labelled area not counted, see
-    :func:`vision.training.dataset.labelled_area`), the model run as the recogniser runs it. The F1
+    :func:`vision.training.dataset.labelled_area`), the model run as the recogniser runs it;
+    then the scale of the reported boxes (of :data:`BOX_SCALES`), by the F1 over the
+    photos whose labelled boxes stay apart (:data:`~vision.training.dataset.CROWDED_LABELS`:
+    the labels that take in their neighbours are larger than any tile, and would pull the
+    boxes off the tiles). The F1
     of each setting tried goes into ``training.validation``. Last, with the settings chosen,
     the confidence calibration is fitted on the same photos
     (:func:`vision.training.confidence_fit.calibrate`). Without validation photos the
@@ -1276,27 +1288,38 @@ def tune(
     reread, by_u, table_u = _tune_reread(
         trials, threshold, rescale, by_r[_rescale_name(rescale)], table[threshold], log
     )
+    box_scale, by_s = _tune_box_scale(trials, threshold, rescale, reread, log)
     # without a second look its numbers are left out of model.json (ModelManifest.to_json)
     manifest = replace(
-        manifest, finder_threshold=threshold, reread_below=reread, rescale=rescale is not None
+        manifest,
+        finder_threshold=threshold,
+        reread_below=reread,
+        rescale=rescale is not None,
+        box_scale=box_scale,
     )
     if rescale is not None:
         manifest = replace(manifest, rescale_above=rescale[0], rescale_to=rescale[1])
     # fitted last: the probabilities it calibrates are the ones the chosen settings give
     temperature, calibration = calibrate(
-        trials.set_up(threshold, rescale, reread), val_photos, trials.images, log
+        trials.set_up(threshold, rescale, reread, box_scale), val_photos, trials.images, log
+    )
+    at_scale = (
+        by_u[reread]
+        if box_scale == trials.start_box_scale
+        else trials.scores(threshold, rescale, reread, box_scale)
     )
     if temperature is not None:
         manifest = replace(manifest, confidence_temperature=temperature)
     validation = {
         **manifest.training.get("validation", {}),
-        "tile_f1": by_u[reread][0],
-        "tile_f1_every_detection": by_u[reread][1],
+        "tile_f1": at_scale[0],
+        "tile_f1_every_detection": at_scale[1],
         "tile_f1_by_threshold": {str(k): v[0] for k, v in by_t.items()},
         "table_meld_accuracy_by_threshold": {str(k): v for k, v in table.items()},
         "tile_f1_by_rescale": {k: v[0] for k, v in by_r.items()},
         "tile_f1_by_reread": {str(u): v[0] for u, v in by_u.items()},
         "table_meld_accuracy_by_reread": {str(u): v for u, v in table_u.items()},
+        "tile_f1_labels_apart_by_box_scale": {str(k): v for k, v in by_s.items()},
         **calibration,
     }
     manifest = manifest.with_training(validation=validation)
@@ -1320,29 +1343,49 @@ class _TuningTrials:
         # the settings the model came with: kept where nothing beats them
         self.start: _Rescale = (rec.rescale_above, rec.rescale_to) if rec.rescale else None
         self.start_reread = rec.reread_below
+        self.start_box_scale = rec.box_scale
 
     def set_up(
-        self, threshold: float, rescale: _Rescale, reread: float | None = None
+        self,
+        threshold: float,
+        rescale: _Rescale,
+        reread: float | None = None,
+        box_scale: float | None = None,
     ) -> TileRecognizer:
         rec = self.rec
         rec.finder_threshold = threshold
         rec.reread_below = self.start_reread if reread is None else reread
+        rec.box_scale = self.start_box_scale if box_scale is None else box_scale
         rec.rescale = rescale is not None
         if rescale is not None:
             rec.rescale_above, rec.rescale_to = rescale
         return rec
 
     def scores(
-        self, threshold: float, rescale: _Rescale, reread: float | None = None
+        self,
+        threshold: float,
+        rescale: _Rescale,
+        reread: float | None = None,
+        box_scale: float | None = None,
     ) -> tuple[float, float]:
         """Tile F1 on the photos: in their labelled areas, and of every detection."""
         from vision.training.dataset import tile_f1
 
-        found = self.set_up(threshold, rescale, reread)
-        preds = [[(d.box, d.label, d.confidence) for d in found.detect(im)] for im in self.images]
-        pairs = list(zip(preds, self.val_photos, strict=True))
+        found = self.predictions(threshold, rescale, reread, box_scale)
+        pairs = list(zip(found, self.val_photos, strict=True))
         area = tile_f1(pairs, labelled_area_only=True)["f1"]
         return round(area, 4), round(tile_f1(pairs)["f1"], 4)
+
+    def predictions(
+        self,
+        threshold: float,
+        rescale: _Rescale,
+        reread: float | None = None,
+        box_scale: float | None = None,
+    ) -> list[list[tuple[Box, int, float]]]:
+        """Every photo's detections as the scoring takes them."""
+        found = self.set_up(threshold, rescale, reread, box_scale)
+        return [[(d.box, d.label, d.confidence) for d in found.detect(im)] for im in self.images]
 
     def melds(self, threshold: float, reread: float | None = None) -> float:
         """Meld accuracy on the rendered tables."""
@@ -1420,6 +1463,53 @@ def _tune_reread(
         f"{by_u[reread][1]})"
     )
     return reread, by_u, table_u
+
+
+def _tune_box_scale(
+    trials: _TuningTrials,
+    threshold: float,
+    rescale: _Rescale,
+    reread: float,
+    log: Callable[[str], None],
+) -> tuple[float, dict[float, float]]:
+    """The scale of the reported boxes of best F1 over the labelled areas of the validation
+    photos whose labels stay apart, with each scale's F1 there. The boxes are scaled after
+    reading, so the photos are read once; the rendered tables are not run, as the table
+    pipeline takes each outline back to the size it was read at
+    (:class:`vision.pipeline.Recognizer`) and reads them alike at every scale."""
+    from vision.detection import scale_box
+    from vision.training.dataset import CROWDED_LABELS, label_overlap, tile_f1
+
+    start = trials.start_box_scale
+    preds = trials.predictions(threshold, rescale, reread, 1.0)
+    apart = [
+        (found, photo)
+        for found, photo in zip(preds, trials.val_photos, strict=True)
+        if label_overlap(photo.boxes) < CROWDED_LABELS
+    ]
+    if not apart:
+        log(
+            "no validation photo has labels that stay apart to fit the scale of the reported "
+            f"boxes on: the model keeps its {start}"
+        )
+        return start, {}
+    by_s = {
+        s: round(
+            tile_f1(
+                [([(scale_box(b, s), k, c) for b, k, c in found], photo) for found, photo in apart],
+                labelled_area_only=True,
+            )["f1"],
+            4,
+        )
+        for s in BOX_SCALES
+    }
+    # a tie keeps the model's scale (nothing gained), else takes the nearer the boxes as found
+    box_scale = max(BOX_SCALES, key=lambda s: (by_s[s], s == start, s))
+    log(
+        f"tile F1 on the {len(apart)} validation photos whose labels stay apart, by the scale "
+        f"of the reported boxes: {by_s}; using {box_scale}"
+    )
+    return box_scale, by_s
 
 
 def _train_finder(cfg: TrainConfig, photos, val_photos, pool, rng):
