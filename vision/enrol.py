@@ -127,10 +127,11 @@ def merge_pieces(
         if np.array_equal(joined[i], boxes[i]):
             out.append(found[i])
             continue
-        union = tuple(float(v) for v in joined[i])
-        probs = recognizer.classify(img, [union])[0]  # type: ignore[list-item]
+        ux, uy, uw, uh = (float(v) for v in joined[i])
+        union: Box = (ux, uy, uw, uh)
+        probs = recognizer.classify(img, [union])[0]
         label = int(probs.argmax())
-        x0, y0, w, h = scale_box(union, recognizer.box_scale)  # type: ignore[arg-type]
+        x0, y0, w, h = scale_box(union, recognizer.box_scale)
         quad = np.array([[x0, y0], [x0 + w, y0], [x0 + w, y0 + h], [x0, y0 + h]], np.float32)
         out.append(
             TileDetection(
