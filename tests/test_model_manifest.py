@@ -72,20 +72,27 @@ def test_a_missing_or_unreadable_manifest_is_a_model_error(tmp_path):
         ModelManifest.read(tmp_path)
 
 
-def test_the_confidence_temperature_defaults_to_one_and_round_trips(tmp_path):
-    # a folder written before the setting reports the raw probabilities
+@pytest.mark.parametrize(
+    ("key", "value"), [("confidence_temperature", 0.6709), ("box_scale", 0.94)]
+)
+def test_a_later_setting_defaults_to_one_and_round_trips(tmp_path, key, value):
+    # a folder written before the setting reports the raw probabilities, the boxes as found
     (tmp_path / "model.json").write_text(json.dumps({"format": 1}))
-    assert ModelManifest.read(tmp_path).confidence_temperature == 1.0
-    ModelManifest(confidence_temperature=0.6709).write(tmp_path)
-    assert json.loads((tmp_path / "model.json").read_text())["confidence_temperature"] == 0.6709
-    assert ModelManifest.read(tmp_path).confidence_temperature == 0.6709
-    # the committed model carries its own, fitted on the validation photos
+    assert getattr(ModelManifest.read(tmp_path), key) == 1.0
+    ModelManifest(**{key: value}).write(tmp_path)
+    assert json.loads((tmp_path / "model.json").read_text())[key] == value
+    assert getattr(ModelManifest.read(tmp_path), key) == value
+
+
+def test_the_committed_model_carries_its_fitted_temperature_and_box_scale():
     committed = ModelManifest.read(DEFAULT_MODEL_DIR)
+    validation = committed.training["validation"]
+    # the temperature fitted on the validation photos' reads
     assert committed.confidence_temperature != 1.0
-    assert (
-        committed.training["validation"]["confidence_ece_calibrated"]
-        < (committed.training["validation"]["confidence_ece_raw"])
-    )
+    assert validation["confidence_ece_calibrated"] < validation["confidence_ece_raw"]
+    # the box scale chosen on the validation photos whose labels stay apart
+    by_scale = validation["tile_f1_labels_apart_by_box_scale"]
+    assert by_scale[str(committed.box_scale)] == max(by_scale.values()) > by_scale["1.0"]
 
 
 def test_a_confidence_temperature_that_is_no_number_is_named(tmp_path):
@@ -94,16 +101,3 @@ def test_a_confidence_temperature_that_is_no_number_is_named(tmp_path):
     )
     with pytest.raises(ModelError, match="confidence_temperature must be a number"):
         ModelManifest.read(tmp_path)
-
-
-def test_the_box_scale_defaults_to_one_and_round_trips(tmp_path):
-    # a folder written before the setting reports its boxes as found
-    (tmp_path / "model.json").write_text(json.dumps({"format": 1}))
-    assert ModelManifest.read(tmp_path).box_scale == 1.0
-    ModelManifest(box_scale=0.94).write(tmp_path)
-    assert json.loads((tmp_path / "model.json").read_text())["box_scale"] == 0.94
-    assert ModelManifest.read(tmp_path).box_scale == 0.94
-    # the committed model's was chosen on the validation photos whose labels stay apart
-    committed = ModelManifest.read(DEFAULT_MODEL_DIR)
-    by_scale = committed.training["validation"]["tile_f1_labels_apart_by_box_scale"]
-    assert by_scale[str(committed.box_scale)] == max(by_scale.values()) > by_scale["1.0"]
