@@ -304,6 +304,12 @@ def test_reported_boxes_are_scaled_about_their_centres_and_read_the_same(rec, mo
         assert t.quad == pytest.approx(t.quad.mean(axis=0) + 0.9 * (f.quad - f.quad.mean(axis=0)))
         # and read_box gives back the box it was read from
         assert rec.read_box(t.box) == pytest.approx(f.box)
+    # asked for as found, the boxes are those of a box scale of 1, to the bit
+    assert rec.detect(scene.image, as_found=True) == as_found
+    assert all(
+        np.array_equal(a.quad, f.quad)
+        for a, f in zip(rec.detect(scene.image, as_found=True), as_found, strict=True)
+    )
 
 
 def test_a_box_scale_off_its_range_is_refused(tmp_path):

@@ -18,7 +18,7 @@ from vision.training.table_eval import TableFigures, evaluate, main, run
 
 
 class FindsNothing:
-    def detect(self, image: np.ndarray) -> list[TileDetection]:
+    def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
         assert image.ndim == 3
         return []
 

@@ -53,18 +53,21 @@ class RendererTruth:
     def __init__(self, camera: SimCamera) -> None:
         self.camera = camera
 
-    def detect(self, image: np.ndarray) -> list[TileDetection]:
+    def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
         frame = self.camera.last_frame
         assert frame is not None and np.array_equal(image, frame.image), "not the last frame"
         return [TileDetection(t.label, 0.98, t.box, t.quad, t.sideways) for t in frame.visible()]
 
 
 class ScaledTruth(RendererTruth):
-    """The truth as a recogniser that reports its boxes at ``box_scale`` reports it."""
+    """The truth as a recogniser that reports its boxes at ``box_scale`` reports it, unless
+    asked for them as found."""
 
     box_scale = 0.88
 
-    def detect(self, image: np.ndarray) -> list[TileDetection]:
+    def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
+        if as_found:
+            return super().detect(image)
         out = []
         for d in super().detect(image):
             c = d.quad.mean(axis=0)
@@ -76,7 +79,7 @@ class ScaledTruth(RendererTruth):
 class NoTiles:
     """A recogniser that finds nothing: for tests of the frame loop alone."""
 
-    def detect(self, image: np.ndarray) -> list[TileDetection]:
+    def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
         return []
 
 
@@ -88,7 +91,7 @@ class RendererTruthInStrips(RendererTruth):
         super().__init__(camera)
         self.pipeline = pipeline
 
-    def detect(self, image: np.ndarray) -> list[TileDetection]:
+    def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
         frame = self.camera.last_frame
         assert frame is not None
         cal, ppm = self.pipeline.calibration, self.pipeline.px_per_mm
@@ -113,7 +116,7 @@ class TruthTakenUpright(RendererTruth):
     claimed (sideways) tile reported upright, and an added kong's two sideways tiles found as
     one tile."""
 
-    def detect(self, image: np.ndarray) -> list[TileDetection]:
+    def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
         frame = self.camera.last_frame
         assert frame is not None and np.array_equal(image, frame.image)
         out, stacks = [], {}
@@ -576,7 +579,7 @@ def test_a_stop_is_heard_during_a_retry_wait(
 
 def test_watch_ends_when_the_model_fails(sim_camera: SimCamera, pipeline: TablePipeline) -> None:
     class Broken:
-        def detect(self, image: np.ndarray) -> list[TileDetection]:
+        def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
             raise ModelError("the classifier model failed")
 
     broken = TablePipeline(pipeline.calibration, Broken())
@@ -606,7 +609,7 @@ def test_seats_mode_keeps_a_tile_in_a_strip_but_in_no_zone(pipeline: TablePipeli
     class InSeatZeroStrip:
         strips = 0
 
-        def detect(self, image: np.ndarray) -> list[TileDetection]:
+        def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
             self.strips += 1
             if self.strips > 1:
                 return []
@@ -626,7 +629,7 @@ class TruthAndMore(RendererTruth):
         super().__init__(camera)
         self.extra = extra
 
-    def detect(self, image: np.ndarray) -> list[TileDetection]:
+    def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
         frame = self.camera.last_frame
         out = super().detect(image)
         for label, quad_mm in self.extra:
@@ -755,7 +758,7 @@ def test_outlines_reported_at_a_box_scale_are_read_at_the_size_they_were_found(
 ) -> None:
     """The pipeline's measures of a tile's lie and of the gaps in a meld were fitted on the
     boxes as found: a recogniser reporting them scaled (``box_scale``) reads the table the
-    same, every outline taken back to its size."""
+    same, the pipeline asking for every outline as found."""
     sim_camera.set_layout(LAYOUT)
     frame = sim_camera.read()
     calibration = calibrate_from_markers(frame.image)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import cv2
@@ -38,7 +38,7 @@ import numpy as np
 from controller.errors import ModelError, VisionError
 from vision.calibration import FELT_PX_PER_MM, SEATS, Calibration, apply
 from vision.camera import CameraLost, CameraSource, EndOfStream, Frame, as_bgr
-from vision.detection import TileDetection, scale_box
+from vision.detection import TileDetection
 from vision.melds import SeatView, TileRead, group_table, merge_duplicates, settle_orientation
 from vision.tracker import TableChange, TableTracker
 
@@ -93,12 +93,12 @@ dark noise of a camera with the lights off or still settling its exposure."""
 class Recognizer(Protocol):
     """What the pipeline needs of a recogniser (:class:`vision.recognizer.TileRecognizer`).
 
-    A recogniser that reports its boxes scaled from those it read the tiles at (a
-    ``box_scale`` attribute, as :class:`~vision.recognizer.TileRecognizer` has) has each
-    outline taken back to the size it was read at: the measures of a tile's lie and of the
-    gaps in a meld that group the tiles were fitted on those outlines."""
+    The pipeline asks for each tile's outline ``as_found``: at the size the tile was found
+    and read at, not at a scale the recogniser reports boxes at
+    (:attr:`~vision.recognizer.TileRecognizer.box_scale`), since the measures of a tile's
+    lie and of the gaps in a meld that group the tiles were fitted on those outlines."""
 
-    def detect(self, image: np.ndarray) -> list[TileDetection]: ...
+    def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]: ...
 
 
 @dataclass(frozen=True)
@@ -290,12 +290,13 @@ class TablePipeline:
         size = (int(image.shape[1]), int(image.shape[0]))
         if self.mode == "frame":
             to_plane = cal.homography_for(size)
-            return [TileRead.from_detection(d, to_plane) for d in self._detect(image)]
+            found = self.recognizer.detect(image, as_found=True)
+            return [TileRead.from_detection(d, to_plane) for d in found]
         reads: list[TileRead] = []
         for seat in range(SEATS):
             strip = cal.seat_image(image, seat, self.px_per_mm, margin_mm=STRIP_MARGIN_MM)
             to_plane = cal.seat_strip_to_plane(seat, self.px_per_mm, margin_mm=STRIP_MARGIN_MM)
-            for det in self._detect(strip):
+            for det in self.recognizer.detect(strip, as_found=True):
                 read = TileRead.from_detection(det, to_plane)
                 # a neighbour's corner shows at each end of the strip: its own strip reads it.
                 # A tile in no zone (the strip's margin) is kept; if two strips both show
@@ -303,19 +304,6 @@ class TablePipeline:
                 if cal.seat_of(read.centre) in (seat, None):
                     reads.append(read)
         return reads
-
-    def _detect(self, image: np.ndarray) -> list[TileDetection]:
-        """The recogniser's tiles, their outlines as read (see :class:`Recognizer`)."""
-        found = self.recognizer.detect(image)
-        scale = float(getattr(self.recognizer, "box_scale", 1.0))
-        if scale == 1.0:
-            return found
-        out = []
-        for d in found:
-            centre = d.quad.mean(axis=0)
-            quad = centre + (d.quad - centre) / scale
-            out.append(replace(d, box=scale_box(d.box, 1.0 / scale), quad=quad))
-        return out
 
     # -- which way tiles lie -------------------------------------------------------------------
 

@@ -714,18 +714,20 @@ class TileRecognizer:
     def _crop(self, img: np.ndarray, box: Box) -> np.ndarray:
         return square_crop(img, box, self.crop_size, self.crop_margin)
 
-    def detect(self, image: np.ndarray) -> list[TileDetection]:
+    def detect(self, image: np.ndarray, *, as_found: bool = False) -> list[TileDetection]:
         """Every tile found in a BGR picture, classified, in reading order (top to bottom,
         left to right). :class:`~controller.errors.CameraError` for a picture that is not
         one (None, empty, wrong type or shape).
 
         A read tile's ``confidence`` and ``alternatives`` are calibrated (tempered by
         :attr:`temperature`); whether it ``needs_confirmation`` is decided on the raw
-        probability, as ``min_confidence`` was chosen."""
-        return [tile for tile, _ in self.detect_with_probabilities(image)]
+        probability, as ``min_confidence`` was chosen. Each box and outline is reported at
+        :attr:`box_scale`, or with ``as_found`` at the size the tile was found and read at
+        (what the table pipeline's measures of a tile were fitted on)."""
+        return [tile for tile, _ in self.detect_with_probabilities(image, as_found=as_found)]
 
     def detect_with_probabilities(
-        self, image: np.ndarray
+        self, image: np.ndarray, *, as_found: bool = False
     ) -> list[tuple[TileDetection, np.ndarray | None]]:
         """:meth:`detect`'s tiles, each with the classifier's raw probabilities of the 43
         labels (before calibration: what the thresholds compare and a calibration is fitted
@@ -754,7 +756,7 @@ class TileRecognizer:
         for i, (_, score, angle, down) in enumerate(found):
             if i not in keep:
                 continue
-            box = scale_box(boxes[i], self.box_scale)
+            box = boxes[i] if as_found else scale_box(boxes[i], self.box_scale)
             quad, sideways = quad_of(box, angle)
             r = read.get(i)
             alternatives: tuple[tuple[int, float], ...]

@@ -1475,8 +1475,8 @@ def _tune_box_scale(
     """The scale of the reported boxes of best F1 over the labelled areas of the validation
     photos whose labels stay apart, with each scale's F1 there. The boxes are scaled after
     reading, so the photos are read once; the rendered tables are not run, as the table
-    pipeline takes each outline back to the size it was read at
-    (:class:`vision.pipeline.Recognizer`) and reads them alike at every scale."""
+    pipeline asks for each outline as found (:class:`vision.pipeline.Recognizer`) and reads
+    them alike at every scale."""
     from vision.detection import scale_box
     from vision.training.dataset import CROWDED_LABELS, label_overlap, tile_f1
 
