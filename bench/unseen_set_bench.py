@@ -213,7 +213,7 @@ def read(rec: TileRecognizer, scenes: list[Rendered]) -> Reading:
                 read_as[j] = dets[i][1]
             else:
                 false_finds += 1
-        probs = rec.classify(scene.image, [tuple(float(v) for v in b) for b in boxes])
+        probs = rec.classify(scene.image, boxes)
         truth.append(labels)
         got.append(read_as)
         found.append(read_as >= 0)

@@ -71,7 +71,7 @@ from vision.confidence import RELIABILITY_EDGES, expected_calibration_error, rel
 from vision.detection import box_iou
 from vision.files import why_not_writable
 from vision.labels import BACK, FLOWER_LABELS, label_name
-from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
+from vision.recognizer import DEFAULT_MODEL_DIR, HEAD_FILE, TileRecognizer
 from vision.training.dataset import (
     CROWDED_LABELS,
     MISS_CAUSES,
@@ -895,7 +895,7 @@ def _unseen_sets(args: argparse.Namespace, figures: dict[str, object]) -> None:
             print(f"unseen tile set: not read: {exc}")
             figures["unseen_set"] = {"not_read": str(exc)}
     model = args.model or DEFAULT_MODEL_DIR
-    if args.enrol_sources != 0 and (model / "head.npz").exists():
+    if args.enrol_sources != 0 and (model / HEAD_FILE).exists():
         print(f"held-out real sources: not enrolled: {model} is an enrolled model already")
     elif args.enrol_sources != 0:
         print("held-out real sources, each enrolled from one copy and read in the others:")

@@ -105,9 +105,10 @@ class Server:
         try:
             server.trigger.pull_trigger(lambda: wasyncore.close_all(socket_map))
         except OSError:
-            # the trigger's pipe was closed under it (a CI run saw EBADF here: some fd in the
-            # process closed twice, the number by then the trigger's): close from here, as
-            # below for a loop that missed the trigger
+            # the trigger's pipe was closed under it (a CI run saw EBADF here, from another
+            # part of the process closing a number twice: TableDevice's wake pipe, since
+            # mended): a stop must still stop, so close from here, as below for a loop that
+            # missed the trigger
             wasyncore.close_all(socket_map)
         if self._thread is not None:
             self._thread.join(timeout)

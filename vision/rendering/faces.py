@@ -657,7 +657,8 @@ def riichi_art_faces(tile_art_dir: str | Path, width: int = TILE_WIDTH) -> FaceS
     h = round(width * 4 / 3)
     folder = Path(tile_art_dir) / RIICHI_ART
 
-    def draw(name: str) -> np.ndarray:
+    def draw(name: str, blank: bool = False) -> np.ndarray:
+        """The art of ``name``; ModelError where it draws nothing, unless ``blank``."""
         path = folder / f"{name}.svg"
         try:
             svg = path.read_text(encoding="utf-8")
@@ -671,21 +672,18 @@ def riichi_art_faces(tile_art_dir: str | Path, width: int = TILE_WIDTH) -> FaceS
             raise ModelError(f"the tile art {path} draws no picture")
         if rgba.shape[:2] != (h, width):  # art of another shape than 3:4, fitted to the tile
             rgba = cv2.resize(rgba, (width, h), interpolation=cv2.INTER_AREA)
+        if not blank and not rgba[..., 3].any():
+            raise ModelError(f"the tile art {path} draws nothing")
         return rgba
 
     def over(top: np.ndarray, under: np.ndarray) -> np.ndarray:
         alpha = top[..., 3:].astype(np.float32) / 255  # straight alpha, as resvg writes it
         return top[..., :3] * alpha + under.astype(np.float32) * (1 - alpha)
 
-    front_art = draw("Front")
-    if not front_art[..., 3].any():
-        raise ModelError(f"the tile art {folder / 'Front.svg'} draws nothing")
-    front = over(front_art, tile_body(width))
+    front = over(draw("Front"), tile_body(width))
     faces: dict[int, np.ndarray] = {}
     for label, name in _RIICHI_FILES.items():
-        art = draw(name)
-        if not art[..., 3].any() and label != 33:
-            raise ModelError(f"the tile art {folder / (name + '.svg')} draws nothing")
+        art = draw(name, blank=name == "Haku")
         under = tile_body(width) if label == BACK else front
         faces[label] = np.round(over(art, under)).astype(np.uint8)
     return FaceSet(f"art:{RIICHI_ART}", faces, complete=False)
