@@ -916,6 +916,50 @@ def test_two_small_tiles_in_one_box_are_read_as_two():
     assert [f[0] for f in decode_finder(hm, reg, 0.3)] == [pytest.approx((20, 40, 56, 32))]
 
 
+def test_a_wide_box_is_not_cut_back_to_a_sliver():
+    # a box 52 px wide (x 31-83) over a tile 28 px wide (x 42-70): beside the tile it holds
+    # 13 px at most, under half a tile, so it was that tile and some slack, and stays whole
+    # (cut, a sliver of such a box, past the picture's edge, was once read as a tile)
+    hm, reg = _six_tile_row()
+    hm[0, 14, 10], hm[0, 14, 14] = 0.6, 0.55
+    reg[:, 14, 10] = [4.25, 0, np.log(52 / 4), np.log(8.0), 0, 0]
+    reg[:, 14, 14] = [0, 0, np.log(7.0), np.log(8.0), 0, 0]
+    found = decode_finder(hm, reg, 0.3)
+    below = sorted((f[0] for f in found if f[0][1] > 30), key=lambda b: b[0])
+    assert below[0] == pytest.approx((31, 40, 52, 32))
+    assert all(b[2] >= 14 for b in below)
+
+
+class _FinderOffTheEdge:
+    """Stands in for the finder's onnxruntime session: a row of tiles, and one tile whose box
+    is centred 12 px left of the picture (as a finder can place a box round a tile cut by
+    the frame's edge)."""
+
+    def get_inputs(self):
+        return [type("Input", (), {"name": "image"})()]
+
+    def run(self, names, feeds):
+        _, _, h, w = feeds["image"].shape
+        hm = np.zeros((1, 2, h // 4, w // 4), np.float32)
+        reg = np.zeros((1, 6, h // 4, w // 4), np.float32)
+        for k in range(6):
+            hm[0, 0, 10, 10 + 8 * k] = 0.9
+            reg[0, 2:4, 10, 10 + 8 * k] = np.log(7.0), np.log(8.0)
+        hm[0, 0, 30, 0] = 0.8
+        reg[0, :4, 30, 0] = -3.0, 0, np.log(7.0), np.log(8.0)
+        out = {"heatmap": hm, "regression": reg}
+        return [out[n] for n in names]
+
+
+def test_a_tile_centred_off_the_picture_is_not_read():
+    rec = TileRecognizer(threads=2)
+    rec.rescale = False  # one look: the stand-in's cells do not scale with the picture
+    rec._finder = _FinderOffTheEdge()
+    found = rec.detect(_row_scene([0, 9, 18, 27]).image, as_found=True)
+    assert len(found) == 6
+    assert all(d.box[0] + d.box[2] / 2 >= 0 for d in found)
+
+
 def test_a_peak_on_part_of_a_tile_of_the_usual_size_still_goes():
     # the same two peaks, the better box one tile wide (as on a large tile): the inside rule
     # holds, and nothing is cut

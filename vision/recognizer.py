@@ -124,6 +124,8 @@ SPANS_TWO = 1.6
 """A box over this many tiles' area may hold two tiles side by side."""
 ONE_TILE = 1.25
 """A box under this many tiles' area holds one tile at most."""
+PART_OF_TILE = 0.5
+"""The least of a tile's area that the part of a box cut back beside another tile keeps."""
 
 
 def _parted_pairs(boxes: np.ndarray, keep: list[int], tile_area: float) -> np.ndarray:
@@ -149,10 +151,15 @@ def _parted_pairs(boxes: np.ndarray, keep: list[int], tile_area: float) -> np.nd
                 continue
             # cut along the axis the two lie side by side on, keeping the far side
             dx, dy = (jx0 + jx1 - x0 - x1) / 2, (jy0 + jy1 - y0 - y1) / 2
+            cx0, cy0, cx1, cy1 = x0, y0, x1, y1
             if abs(dx) >= abs(dy):
-                x0, x1 = (x0, max(x0 + 1, jx0)) if dx > 0 else (min(x1 - 1, jx1), x1)
+                cx0, cx1 = (x0, max(x0 + 1, jx0)) if dx > 0 else (min(x1 - 1, jx1), x1)
             else:
-                y0, y1 = (y0, max(y0 + 1, jy0)) if dy > 0 else (min(y1 - 1, jy1), y1)
+                cy0, cy1 = (y0, max(y0 + 1, jy0)) if dy > 0 else (min(y1 - 1, jy1), y1)
+            # a part too small to hold a tile says the box was that tile and some slack (a
+            # 1 px sliver of it, off the picture's edge, was once read as a tile)
+            if (cx1 - cx0) * (cy1 - cy0) >= PART_OF_TILE * tile_area:
+                x0, y0, x1, y1 = cx0, cy0, cx1, cy1
         out[i] = (x0, y0, x1 - x0, y1 - y0)
     return out
 
@@ -611,8 +618,11 @@ class TileRecognizer:
             raise ModelError(
                 f"the finder model gave boxes that are not numbers on a {w}x{h} picture"
             )
-        # boxes of tiles in the padding are not in the picture
-        return [f for f in found if f[0][0] + f[0][2] / 2 < w and f[0][1] + f[0][3] / 2 < h]
+        # boxes of tiles in the padding, or centred off the picture's other edges, are not
+        # tiles in the picture (nor can a crop be cut round them)
+        return [
+            f for f in found if 0 <= f[0][0] + f[0][2] / 2 < w and 0 <= f[0][1] + f[0][3] / 2 < h
+        ]
 
     def classify(self, image: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """Label probabilities (N x 43) for tiles at ``boxes`` in a picture: the raw ones,
