@@ -93,7 +93,11 @@ def test_vision_knows_the_tiles_not_the_scoring(path):
 RUNTIME = sorted((REPO / "vision").glob("*.py"))
 """The run-time vision modules (what the table on a Pi needs, and its commands): the top of
 ``vision/``, outside its ``rendering`` and ``training`` subpackages."""
-TRAINING_COMMANDS = {("cli.py", "train_command"), ("cli.py", "_retune")}
+TRAINING_COMMANDS = {
+    ("cli.py", "train_command"),
+    ("cli.py", "_retune"),
+    ("cli.py", "_fit_flower_look"),
+}
 """The functions of run-time modules that may import training when they run: the train command."""
 
 

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from controller.errors import ModelError
+from vision.flower_look import FLOWER_LOOK_FILE
 from vision.labels import LABEL_NAMES
 from vision.model_manifest import ModelManifest
 from vision.recognizer import DEFAULT_MODEL_DIR
@@ -49,6 +50,7 @@ def test_without_a_second_look_its_sizes_are_left_out():
         ("training", [], "training must be an object"),
         ("labels", ["1m"], "labels must be the 43 labels"),
         ("box_scale", "tight", "box_scale must be a number"),
+        ("flower_look_above", "often", "flower_look_above must be a number"),
         ("format", 2, "not a tile model manifest of format 1"),
     ],
 )
@@ -93,6 +95,15 @@ def test_the_committed_model_carries_its_fitted_temperature_and_box_scale():
     # the box scale chosen on the validation photos whose labels stay apart
     by_scale = validation["tile_f1_labels_apart_by_box_scale"]
     assert by_scale[str(committed.box_scale)] == max(by_scale.values()) > by_scale["1.0"]
+
+
+def test_the_committed_model_takes_its_flower_look_where_the_validation_photos_chose():
+    committed = ModelManifest.read(DEFAULT_MODEL_DIR)
+    look = committed.training["flower_look"]
+    assert look["fitted"] and (DEFAULT_MODEL_DIR / FLOWER_LOOK_FILE).is_file()
+    by_above = look["validation_flower_f1_by_look_above"]
+    best = by_above[str(committed.flower_look_above)]
+    assert best == max(by_above.values()) > look["validation_flower_f1_without"]
 
 
 def test_a_confidence_temperature_that_is_no_number_is_named(tmp_path):

@@ -15,6 +15,7 @@ from controller.errors import ModelError
 
 pytest.importorskip("torch", reason="the train extra (PyTorch, onnx) is not installed")
 
+from vision.flower_look import FLOWER_LOOK_FILE
 from vision.recognizer import DEFAULT_MODEL_DIR, TileRecognizer
 from vision.training import quantise as q
 from vision.training.train import TrainConfig, face_sets, train
@@ -49,6 +50,7 @@ def test_the_float_model_trained_here_is_not_quantised(float_model):
 
 
 def test_quantising_writes_an_int8_classifier_and_says_how_it_reads(model):
+    (model / FLOWER_LOOK_FILE).write_bytes(b"a look fitted to the float classifier")
     before = (model / "classifier.onnx").stat().st_size
     logs: list[str] = []
     record = q.quantise_classifier(model, _tables(2, 5), _tables(2, 6), log=logs.append)
@@ -61,10 +63,12 @@ def test_quantising_writes_an_int8_classifier_and_says_how_it_reads(model):
     assert record["int8_accuracy"] >= record["float_accuracy"] - q.MAX_LOSS
     assert 0 <= record["agreement"] <= 1
     assert any("checked on" in line for line in logs)
-    # nothing left beside the model, and the recogniser runs the result
+    # nothing left beside the model (the look fitted to the float classifier removed, and
+    # the manifest says so), and the recogniser runs the result
     assert sorted(p.name for p in model.iterdir()) == sorted(
         ["finder.onnx", "classifier.onnx", "model.json", "base_head.npz"]
     )
+    assert manifest["training"]["flower_look"] == {"fitted": False, "removed": q.STALE_LOOK}
     rec = TileRecognizer(model)
     frame, boxes, _labels = next(iter(_tables(1, 9)))
     probs = rec.classify(frame, [tuple(map(float, b)) for b in boxes[:5]])
@@ -77,7 +81,8 @@ def test_the_int8_classifier_reads_as_the_float_one_did(float_model, model):
     q.quantise_classifier(model, _tables(2, 5), _tables(1, 6), log=lambda _: None)
     frame, boxes, _labels = next(iter(_tables(1, 7)))
     boxes = [tuple(map(float, b)) for b in boxes]
-    before = TileRecognizer(float_model).classify(frame, boxes).argmax(axis=1)
+    # the classifiers alone (the float model's look, fitted to it, was removed from the other)
+    before = TileRecognizer(float_model, flower_look=False).classify(frame, boxes).argmax(axis=1)
     after = TileRecognizer(model).classify(frame, boxes).argmax(axis=1)
     assert np.mean(before == after) >= 0.9
 

@@ -4,6 +4,7 @@ the manifest, read back by the runtime recogniser."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from vision.labels import BACK
 torch = pytest.importorskip("torch", reason="the train extra (PyTorch) is not installed")
 
 from vision.detection import box_iou, scale_box  # noqa: E402
+from vision.flower_look import FLOWER_LOOK_FILE  # noqa: E402
 from vision.recognizer import TileRecognizer, refine_box  # noqa: E402
 from vision.training.dataset import LabelledPhoto  # noqa: E402
 from vision.training.train import (  # noqa: E402
@@ -464,6 +466,9 @@ def test_tiny_training_run_exports_a_working_model(tmp_path, shared_data):
     quantised = manifest["training"]["quantised"]
     assert is_quantised(out / "classifier.onnx") == ("refused" not in quantised)
     assert quantised["check_tiles"] > 0
+    # then the flower look was fitted on it, or the manifest says why not
+    look = manifest["training"]["flower_look"]
+    assert (out / FLOWER_LOOK_FILE).is_file() == look["fitted"] == (rec.flower_look is not None)
 
 
 def test_training_without_shared_data_uses_procedural_faces(tmp_path):
@@ -563,6 +568,17 @@ def test_reusing_a_classifier_trains_only_the_finder(first, tmp_path):
     assert any("finder epoch" in line for line in logs)
     assert not any("classifier epoch" in line for line in logs)
     TileRecognizer(second)
+
+
+def test_a_run_that_fits_no_flower_look_removes_the_old_one(first, tmp_path, monkeypatch):
+    out = tmp_path / "m"
+    shutil.copytree(first, out)
+    # a look fitted to another classifier's embeddings would misread the new one's
+    (out / FLOWER_LOOK_FILE).write_bytes(b"a look fitted to another classifier")
+    monkeypatch.setattr("vision.training.train.fit_flower_look", lambda *a, **k: None)
+    train(TrainConfig.preset("tiny", None, out, log=lambda _: None))
+    assert not (out / FLOWER_LOOK_FILE).exists()
+    assert TileRecognizer(out).flower_look is None
 
 
 def test_a_run_that_fails_leaves_the_model_it_would_replace(first, tmp_path, monkeypatch):

@@ -423,7 +423,7 @@ def test_quantise_makes_a_models_classifier_int8_and_tunes_it_again(tmp_path, sh
 @pytest.mark.parametrize(
     ("extra", "said"),
     [
-        (["--retune", "other"], "--retune, --quantise and --calibrate-confidence each take"),
+        (["--retune", "other"], "--retune, --quantise, --calibrate-confidence and --flower-look"),
         (["--no-quantise"], "--quantise trains nothing, so --no-quantise would do nothing"),
         (["--out", "other"], "--quantise trains nothing, so --out would do nothing"),
     ],
@@ -435,6 +435,38 @@ def test_quantise_refuses_options_it_would_ignore(tmp_path, shared_data, capsys,
     assert main([*argv, *extra]) == 2
     assert said in capsys.readouterr().err
     assert not model.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--out", "other"], "--flower-look trains nothing but the flower look, so --out"),
+        (["--tune-tables", "3"], "so --tune-tables would do nothing"),
+        (["--quantise", "other"], "give one of them"),
+    ],
+)
+def test_the_flower_look_refuses_options_it_would_ignore(tmp_path, capsys, extra, said):
+    data = tmp_path / "data"
+    (data / "tile-art").mkdir(parents=True)  # refused before any of it is read
+    import shutil
+
+    from vision.recognizer import DEFAULT_MODEL_DIR
+
+    model = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, model, ignore=shutil.ignore_patterns("*.md", "*.py"))
+    before = (model / "model.json").read_text()
+    argv = ["train", "--data", str(data), "--flower-look", str(model)]
+    extra = [str(tmp_path / a) if a == "other" else a for a in extra]
+    assert main([*argv, *extra]) == 2
+    assert said in capsys.readouterr().err
+    assert (model / "model.json").read_text() == before
+
+
+def test_the_flower_look_of_a_folder_that_is_no_model_is_refused(tmp_path, capsys):
+    (tmp_path / "tile-art").mkdir()
+    argv = ["train", "--data", str(tmp_path), "--flower-look", str(tmp_path / "none")]
+    assert main(argv) == 3
+    assert "no model folder" in capsys.readouterr().err
 
 
 def test_detect_does_not_take_the_tables_corner_markers_for_tiles(tmp_path, capsys):

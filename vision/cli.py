@@ -105,6 +105,11 @@ def _register_train(subparsers: argparse._SubParsersAction) -> None:
                    "makes a read at confidence c right about c of the time) on the validation "
                    "photos and write it into its model.json, its other settings kept (--retune "
                    "and --quantise fit it too)")  # fmt: skip
+    t.add_argument("--flower-look", type=Path, metavar="MODEL_DIR", help="train nothing "
+                   "else: fit this model's flower look (its second reading of the tiles that "
+                   "may be flowers, by picture and number) on the training photos and "
+                   "rendered tables, choose when it is taken on the validation photos, and "
+                   "fit its confidence calibration again")  # fmt: skip
     t.add_argument("--no-quantise", action="store_true", help="keep the trained "
                    "classifier in floating point (by default it is quantised to int8 before "
                    "tuning)")  # fmt: skip
@@ -269,13 +274,22 @@ def train_command(args: argparse.Namespace) -> int:
             f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
         )
     _check_train_numbers(args)
-    given = [m for m in (args.retune, args.quantise, args.calibrate_confidence) if m is not None]
+    given = [
+        m
+        for m in (args.retune, args.quantise, args.calibrate_confidence, args.flower_look)
+        if m is not None
+    ]
     if len(given) > 1:
         raise ConfigError(
-            "--retune, --quantise and --calibrate-confidence each take a model: give one of them"
+            "--retune, --quantise, --calibrate-confidence and --flower-look each take a model: "
+            "give one of them"
         )
     if given:
         _check_nothing_to_train(args)
+        if args.flower_look is not None:
+            return _fit_flower_look(
+                args.flower_look, data, args.threads or default_threads(), args.seed
+            )
         return _retune(
             given[0],
             data,
@@ -342,6 +356,8 @@ def _check_nothing_to_train(args: argparse.Namespace) -> None:
         if args.retune is not None
         else "--quantise"
         if args.quantise is not None
+        else "--flower-look"
+        if args.flower_look is not None
         else "--calibrate-confidence"
     )
     ignored = [
@@ -358,15 +374,21 @@ def _check_nothing_to_train(args: argparse.Namespace) -> None:
         )
         if getattr(args, name) is not None
     ] + (["--no-quantise"] if args.no_quantise else [])
-    if option == "--calibrate-confidence" and args.tune_tables is not None:
+    if option in ("--calibrate-confidence", "--flower-look") and args.tune_tables is not None:
         ignored.append("--tune-tables")  # no setting is chosen on tables
+    # the flower look is fitted, so it takes a seed
+    seeded = option == "--flower-look"
     ignored += [
         flag
-        for flag, given in (("--preset", args.preset != "full"), ("--seed", args.seed != 0))
+        for flag, given in (
+            ("--preset", args.preset != "full"),
+            ("--seed", args.seed != 0 and not seeded),
+        )
         if given
     ]
     if ignored:
-        raise ConfigError(f"{option} trains nothing, so {', '.join(ignored)} would do nothing")
+        what = "trains nothing but the flower look" if seeded else "trains nothing"
+        raise ConfigError(f"{option} {what}, so {', '.join(ignored)} would do nothing")
 
 
 def _check_kept_parts(args: argparse.Namespace) -> None:
@@ -423,10 +445,12 @@ def _retune(
     from vision.recognizer import HEAD_FILE, TileRecognizer
     from vision.training.confidence_fit import calibrate_model
     from vision.training.dataset import load_photos
+    from vision.training.flower_look_fit import LookConfig, fit_flower_look
     from vision.training.quantise import classifier_path, is_quantised
     from vision.training.train import TrainConfig, quantise_model, tune
 
-    TileRecognizer(model_dir)  # a folder that is not a model: ModelError before any photo is read
+    # a folder that is not a model: ModelError before any photo is read
+    TileRecognizer(model_dir, flower_look=False)
     try:  # a folder it cannot write into: said now, not after the tuning
         check_folder_takes_files(model_dir)
     except OSError as exc:
@@ -459,6 +483,9 @@ def _retune(
         train_photos = load_photos(data / "real-photos", ["train"])
         if quantise_model(model_dir, train_photos, photos, cfg, keep_float=False) is None:
             raise ModelError(f"{already} (to choose its settings again, use --retune)")
+        # the look fitted to the float classifier was removed: fitted again on the int8 one,
+        # before the settings that read through it are chosen
+        fit_flower_look(model_dir, train_photos, photos, data, LookConfig(threads=threads), log)
     manifest = tune(model_dir, photos, threads, log, tables)
     keys = (
         "finder_threshold",
@@ -471,6 +498,42 @@ def _retune(
     )
     layout = manifest.to_json()
     print(f"{model_dir / 'model.json'}: " + ", ".join(f"{k} {layout.get(k)}" for k in keys))
+    return ExitCode.OK
+
+
+def _fit_flower_look(model_dir: Path, data: Path, threads: int, seed: int) -> int:
+    """``train --flower-look``."""
+    from controller.errors import ConfigError, ModelError
+    from vision.files import check_folder_takes_files
+    from vision.recognizer import TileRecognizer
+    from vision.training.dataset import load_photos
+    from vision.training.flower_look_fit import LookConfig, fit_flower_look
+
+    # a folder that is not a model: ModelError before any photo is read (its look, which this
+    # replaces, may be one that no longer fits)
+    TileRecognizer(model_dir, flower_look=False)
+    try:
+        check_folder_takes_files(model_dir)
+    except OSError as exc:
+        raise ModelError(f"cannot write into {model_dir}: {exc.strerror or exc}") from None
+    photos = data / "real-photos"
+    if not photos.is_dir():
+        raise ConfigError(f"no real photos under {photos} to fit the flower look on")
+    manifest = fit_flower_look(
+        model_dir,
+        load_photos(photos, ["train"]),
+        load_photos(photos, ["validation"]),
+        data,
+        LookConfig(seed=seed, threads=threads),
+        log=lambda msg: print(msg, flush=True),
+    )
+    record = manifest.training.get("flower_look", {})
+    print(
+        f"{model_dir / 'model.json'}: flower look "
+        + ("fitted" if record.get("fitted") else "not fitted")
+        + f", flower_look_above {manifest.flower_look_above}, "
+        f"confidence_temperature {manifest.confidence_temperature}"
+    )
     return ExitCode.OK
 
 

@@ -33,6 +33,9 @@ is read again shrunk."""
 RESCALE_TO = 56.0
 """Default ``rescale_to``: the tile width (finder pixels) such a close-up is shrunk to."""
 
+FLOWER_LOOK_ABOVE = 0.05
+"""Default ``flower_look_above``."""
+
 _NUMBERS = (
     "crop_margin",
     "finder_input",
@@ -44,6 +47,7 @@ _NUMBERS = (
     "reread_below",
     "confidence_temperature",
     "box_scale",
+    "flower_look_above",
 )
 _WHOLE = ("stride", "crop_size")
 _POSITIVE = ("stride", "crop_size", "crop_margin")
@@ -101,6 +105,10 @@ class ModelManifest:
     include photos whose labels take in the neighbours, which teaches boxes a little larger
     than the tile. Reading is unchanged: tiles are read from the boxes as found. 1 (models
     before the setting) reports them as found."""
+    flower_look_above: float = FLOWER_LOOK_ABOVE
+    """The classifier's probability of "a flower" (all eight together) from which a tile
+    takes the flower look (:mod:`vision.flower_look`), where the folder holds one; chosen on
+    the validation photos."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys of the file this program does not know, kept as they are (written last)."""
 
@@ -198,6 +206,7 @@ class ModelManifest:
         out["reread_below"] = self.reread_below
         out["confidence_temperature"] = self.confidence_temperature
         out["box_scale"] = self.box_scale
+        out["flower_look_above"] = self.flower_look_above
         if not self.refine:
             out["refine"] = False
         out.update((k, v) for k, v in self.extra.items() if k not in out)

@@ -47,7 +47,8 @@ from vision.detection import (
     reading_order,
     scale_box,
 )
-from vision.labels import BACK, NUM_LABELS
+from vision.flower_look import FLOWER_LOOK_FILE, VIEWS, FlowerLook, features, merge, view_boxes
+from vision.labels import BACK, FLOWER_LABELS, NUM_LABELS
 from vision.model_manifest import ModelManifest
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
@@ -303,7 +304,9 @@ class TileRecognizer:
     read from the boxes as found whatever it is); ``signed_weights`` whether a quantised
     classifier's weights are loaded signed, the fast form, which only a CPU with VNNI sums
     exactly (default: on such a CPU; see :mod:`vision.int8_weights`; the reads are the same
-    either way).
+    either way); ``flower_look`` whether the tiles that may be flowers are read again by the
+    model's flower look where it has one (:mod:`vision.flower_look`; false reads them as the
+    classifier alone does).
     ``classifier_weights`` says which form was loaded: ``"signed"`` or ``"as stored"``.
 
     Raises :class:`~controller.errors.ModelError` when the model is missing, corrupt or of
@@ -324,6 +327,7 @@ class TileRecognizer:
         temperature: float | None = None,
         box_scale: float | None = None,
         signed_weights: bool | None = None,
+        flower_look: bool = True,
     ) -> None:
         # a folder written in code as "~/my-tiles" is the user's, as it is in the shell
         self.model_dir = (
@@ -351,6 +355,7 @@ class TileRecognizer:
             float(temperature) if temperature is not None else manifest.confidence_temperature
         )
         self.box_scale = float(box_scale) if box_scale is not None else manifest.box_scale
+        self.flower_look_above = manifest.flower_look_above
         self._check_settings()
         threads = threads or max(1, min(4, os.cpu_count() or 1))
         self._finder = self._session(manifest.finder, threads)
@@ -361,6 +366,7 @@ class TileRecognizer:
         self._classifier = self._session(manifest.classifier, threads, model=signed)
         self._check_shapes()
         self.head = self._load_head()
+        self.flower_look = self._load_flower_look() if flower_look else None
         if refine is not None:
             self.refine = self.refine and refine
 
@@ -401,6 +407,11 @@ class TileRecognizer:
         low, high = BOX_SCALE_RANGE
         if not low <= self.box_scale <= high:
             raise ModelError(f"box_scale must be {low:g}-{high:g}, not {self.box_scale}")
+        if not 0.0 <= self.flower_look_above <= 1.0:
+            raise ModelError(
+                f"{self.model_dir / 'model.json'}: flower_look_above must be 0-1, "
+                f"not {self.flower_look_above}"
+            )
         if not 8.0 <= self.rescale_to <= self.rescale_above:
             raise ModelError(
                 f"rescale_to ({self.rescale_to}) must be at least 8 and at most rescale_above "
@@ -521,6 +532,12 @@ class TileRecognizer:
             raise ModelError(f"the enrolled head {path} does not fit this classifier")
         return w, b
 
+    def _load_flower_look(self) -> FlowerLook | None:
+        path = self.model_dir / FLOWER_LOOK_FILE
+        if not path.exists():
+            return None
+        return FlowerLook.load(path, self._embedding_size)
+
     # -- running ------------------------------------------------------------------------------
 
     def find(self, image: np.ndarray) -> list[tuple[Box, float, float, float]]:
@@ -633,23 +650,25 @@ class TileRecognizer:
     def _read(
         self, img: np.ndarray, boxes: list[Box], place: bool = True
     ) -> tuple[np.ndarray, list[Box]]:
-        """Label probabilities for tiles at ``boxes``, and each tile's box as the classifier
-        places it in its crop (the given box where the model has no box output, refining is
-        off, or ``place`` is false)."""
+        """Label probabilities for tiles at ``boxes`` (the flower look's where it applies, see
+        :meth:`_look_at_flowers`), and each tile's box as the classifier places it in its
+        crop (the given box where the model has no box output, refining is off, or ``place``
+        is false)."""
         boxes = _box_list(boxes)
         if not boxes:
             return np.zeros((0, NUM_LABELS), np.float32), []
         crops = self.crops(img, boxes)
         names = ["logits", "embedding", "box"] if self.refine and place else ["logits", "embedding"]
-        probs, placed = self._run_classifier(crops, names)
+        probs, placed, tile_emb = self._run_classifier(crops, names)
         unsure = np.flatnonzero(probs.max(axis=1) < self.reread_below)
         if len(unsure):
             # the classifier learnt every quarter turn of a tile: an unsure tile is read in
             # all four and the readings averaged (on the validation photos this corrects
             # about a sixth of the misreads); sure tiles, most of a table's, cost nothing more
             turned = np.concatenate([np.rot90(crops[unsure], k, axes=(1, 2)) for k in (1, 2, 3)])
-            more, _ = self._run_classifier(turned, ["logits", "embedding"])
+            more, _, _ = self._run_classifier(turned, ["logits", "embedding"])
             probs[unsure] = (probs[unsure] + more.reshape(3, len(unsure), -1).sum(axis=0)) / 4
+        self._look_at_flowers(img, boxes, probs, tile_emb)
         if placed is not None:
             refined = [
                 refine_box(b, o, self.crop_margin) for b, o in zip(boxes, placed, strict=True)
@@ -670,10 +689,53 @@ class TileRecognizer:
             refined = list(boxes)
         return probs, refined
 
+    def _look_at_flowers(
+        self, img: np.ndarray, boxes: list[Box], probs: np.ndarray, tile_emb: np.ndarray
+    ) -> None:
+        """Read again with the flower look (:mod:`vision.flower_look`) the tiles whose
+        probability of "a flower" is :attr:`flower_look_above` or more, in place in
+        ``probs`` (``tile_emb``: each tile's embedding, as the classifier just read it). Not
+        with an enrolled head: it has learnt the set's own flowers (and the look was trained
+        on the trained head's mistakes)."""
+        if self.flower_look is None or self.head is not None or not len(probs):
+            return
+        which = np.flatnonzero(probs[:, list(FLOWER_LABELS)].sum(axis=1) >= self.flower_look_above)
+        if not len(which):
+            return
+        feats = self.look_features(img, [boxes[k] for k in which], tile_emb[which])
+        look = self.flower_look.probabilities(feats)
+        if not np.isfinite(look).all():
+            raise ModelError("the flower look gave readings that are not numbers")
+        probs[which] = merge(probs[which], look)
+
+    def look_features(
+        self, image: np.ndarray, boxes: list[Box], tile_emb: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The flower look's input (N x 2E, :func:`vision.flower_look.features`) for tiles at
+        ``boxes``: the classifier's embeddings of each tile's views. ``tile_emb``: the tiles'
+        own embeddings where the classifier has just read them (the first view is that very
+        crop), so that only the middles are read."""
+        img = _picture(image)
+        boxes = _box_list(boxes)
+        if not boxes:
+            return np.zeros((0, VIEWS * self._embedding_size), np.float32)
+        first = 0 if tile_emb is None else 1
+        views = [self._crop(img, v) for b in boxes for v in view_boxes(b)[first:]]
+        x = np.ascontiguousarray(np.stack(views).transpose(0, 3, 1, 2), dtype=np.float32)
+        try:
+            (emb,) = self._classifier.run(["embedding"], {"crops": x})
+        except Exception as exc:
+            raise ModelError(f"the classifier model failed: {exc}") from None
+        emb = emb.reshape(len(boxes), VIEWS - first, -1)
+        if tile_emb is not None:
+            emb = np.concatenate([np.asarray(tile_emb, np.float32)[:, None], emb], axis=1)
+        return features(emb)
+
     def _run_classifier(
         self, crops: np.ndarray, names: list[str]
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Label probabilities for N x S x S x 3 crops, and the box output when asked."""
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """Label probabilities for N x S x S x 3 crops, the box output when asked, and the
+        embeddings."""
         x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
         try:
             logits, emb, *placed = self._classifier.run(names, {"crops": x})
@@ -685,7 +747,7 @@ class TileRecognizer:
         if not np.isfinite(probs).all():
             # a reading that is not a number cannot be flagged by its confidence either
             raise ModelError("the classifier model gave readings that are not numbers")
-        return probs, (placed[0] if placed else None)
+        return probs, (placed[0] if placed else None), emb
 
     def read_box(self, box: Box) -> Box:
         """The box a tile reported at ``box`` was read from: :attr:`box_scale` undone. To read

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from controller.errors import ModelError
+from vision.flower_look import FLOWER_LOOK_FILE
 from vision.model_manifest import ModelManifest
 
 MAX_LOSS = 0.01
@@ -118,7 +119,8 @@ def quantise_classifier(
     """
     from vision.recognizer import TileRecognizer
 
-    rec = TileRecognizer(model_dir, threads=1)
+    # it cuts the crops; its flower look, fitted to the float classifier, is not read
+    rec = TileRecognizer(model_dir, threads=1, flower_look=False)
     path = classifier_path(model_dir)
     if is_quantised(path):
         raise ModelError(f"the classifier {path} is quantised already")
@@ -196,9 +198,18 @@ def _put_in_place(model_dir: Path, path: Path, quantised: Path, record: dict[str
     validation = {**manifest.training.get("validation", {})}
     validation["classifier_int8_accuracy"] = record["int8_accuracy"]
     manifest = manifest.with_training(quantised=record, validation=validation)
+    look = model_dir / FLOWER_LOOK_FILE
+    if look.exists():
+        manifest = manifest.with_training(flower_look={"fitted": False, "removed": STALE_LOOK})
     shutil.copymode(path, quantised)  # mkstemp's file is its owner's alone; the table's may not be
     os.replace(quantised, path)
+    # a look fitted to the float classifier's embeddings would misread the int8 one's
+    look.unlink(missing_ok=True)
     manifest.write(model_dir)
+
+
+STALE_LOOK = "it was fitted to the float classifier: fit it again (train --flower-look)"
+"""Why quantising removes a model's flower look (:mod:`vision.flower_look`)."""
 
 
 def classifier_path(model_dir: Path) -> Path:

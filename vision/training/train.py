@@ -36,8 +36,10 @@ import numpy as np
 
 from controller.errors import ModelError
 from vision.files import check_folder_takes_files
+from vision.flower_look import FLOWER_LOOK_FILE
 from vision.labels import BACK, LABEL_NAMES, NUM_LABELS
 from vision.model_manifest import MANIFEST_FILE, ModelManifest
+from vision.training.flower_look_fit import LookConfig, fit_flower_look
 
 if TYPE_CHECKING:  # the recogniser loads onnxruntime: imported where it runs
     from vision.detection import Box
@@ -111,6 +113,11 @@ class TrainConfig:
     or ``none``. Many labelled boxes are shifted off their tiles, and a blind audit found the
     committed box output moving boxes off tiles the same way in photos that look alike; the
     crops left out still teach the label."""
+    flower_look_tables: int = 60
+    """Rendered table frames the flower look learns from besides the photos
+    (:mod:`vision.training.flower_look_fit`)."""
+    flower_look_scenes: int = 300
+    """Rendered scenes it learns from."""
     tune_table_frames: int = 20
     """Rendered tables each finder threshold is also run on when it is chosen (see
     :func:`tune`)."""
@@ -152,6 +159,8 @@ class TrainConfig:
         for name in (
             "seed",
             "table_frames",
+            "flower_look_tables",
+            "flower_look_scenes",
             "synth_crops_max",
             "quantise_photos",
             "quantise_tables",
@@ -211,6 +220,8 @@ class TrainConfig:
                 synth_crops_max=200,
                 table_frames=1,
                 tune_table_frames=1,
+                flower_look_tables=1,
+                flower_look_scenes=4,
                 quantise_photos=12,
                 quantise_tables=1,
             )
@@ -852,7 +863,8 @@ def _centre_crops(batch: np.ndarray) -> np.ndarray:
 
 BASE_HEAD_FILE = "base_head.npz"
 MODEL_FILES = (FINDER_FILE, CLASSIFIER_FILE, BASE_HEAD_FILE, MANIFEST_FILE)
-"""What a training run writes into its model folder (the manifest last)."""
+"""What a training run writes into its model folder (the manifest last); and the flower look
+(:data:`~vision.flower_look.FLOWER_LOOK_FILE`) where it fits one."""
 
 
 def train(cfg: TrainConfig) -> ModelManifest:
@@ -879,8 +891,14 @@ def train(cfg: TrainConfig) -> ModelManifest:
         # files move leaves a folder that refuses to load, never one model's finder with
         # another's settings
         (cfg.out_dir / MANIFEST_FILE).unlink(missing_ok=True)
-        for name in MODEL_FILES:
+        for name in MODEL_FILES[:-1]:
             os.replace(work / name, cfg.out_dir / name)
+        # a look fitted to another classifier's embeddings would misread this one's
+        if (work / FLOWER_LOOK_FILE).exists():
+            os.replace(work / FLOWER_LOOK_FILE, cfg.out_dir / FLOWER_LOOK_FILE)
+        else:
+            (cfg.out_dir / FLOWER_LOOK_FILE).unlink(missing_ok=True)
+        os.replace(work / MANIFEST_FILE, cfg.out_dir / MANIFEST_FILE)
         done = True
     except OSError as exc:
         raise ModelError(f"cannot write the model to {cfg.out_dir}: {exc}") from None
@@ -949,7 +967,7 @@ def _check_folders(cfg: TrainConfig) -> bool:
 def _model_files_only(folder: Path) -> bool:
     """Whether a folder holds nothing but a model's own files (a run stopped while moving
     them in leaves the model files without their manifest, which must not lock the folder)."""
-    allowed = {*MODEL_FILES, "MODEL_CARD.md", "__init__.py", "__pycache__"}
+    allowed = {*MODEL_FILES, FLOWER_LOOK_FILE, "MODEL_CARD.md", "__init__.py", "__pycache__"}
     return all(p.name in allowed or p.name.startswith(".") for p in folder.iterdir())
 
 
@@ -998,6 +1016,21 @@ def _train_into(cfg: TrainConfig) -> ModelManifest:
     manifest.write(cfg.out_dir)
     if cfg.quantise:
         quantise_model(cfg.out_dir, train_photos, val_photos, cfg)
+    # on the classifier as the recogniser runs it (quantised), before the settings that
+    # read through it are chosen
+    fit_flower_look(
+        cfg.out_dir,
+        train_photos,
+        val_photos,
+        cfg.shared_data,
+        LookConfig(
+            seed=cfg.seed,
+            threads=cfg.threads,
+            tables=cfg.flower_look_tables,
+            scenes=cfg.flower_look_scenes,
+        ),
+        cfg.log,
+    )
     # the run-time settings are chosen on the exported model, run as the recogniser runs it
     manifest = tune(cfg.out_dir, val_photos, cfg.threads, cfg.log, cfg.tune_table_frames)
     manifest = manifest.with_training(seconds=round(time.time() - t0))
