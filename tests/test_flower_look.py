@@ -92,6 +92,15 @@ def test_a_look_is_saved_and_loaded(tmp_path):
     assert back.probabilities(np.zeros((2, VIEWS * 192))).argmax(axis=1).tolist() == [3, 3]
 
 
+def test_a_look_that_cannot_be_written_is_a_model_error_and_leaves_nothing(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / FLOWER_LOOK_FILE).mkdir()  # in the way: the file cannot replace a folder
+    with pytest.raises(ModelError, match="cannot write the flower look"):
+        _look().save(folder / FLOWER_LOOK_FILE)
+    assert [p.name for p in folder.iterdir()] == [FLOWER_LOOK_FILE]
+
+
 def test_a_bad_look_file_is_a_model_error(tmp_path):
     path = tmp_path / FLOWER_LOOK_FILE
     path.write_bytes(b"PK\x03\x04 not a zip")

@@ -18,6 +18,7 @@ validation photos and under one on the held-out ones, at five crops a tile inste
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,10 +104,20 @@ class FlowerLook:
         return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
 
     def save(self, path: Path) -> None:
-        """Write the weights to ``path`` (an ``.npz``)."""
-        np.savez(
-            path, mean=self.mean, scale=self.scale, w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2
-        )
+        """Write the weights to ``path`` (an ``.npz``) whole or not at all (through a file
+        beside it: a look cut short would stop the model loading);
+        :class:`~controller.errors.ModelError` when it cannot be written."""
+        path = Path(path)
+        part = path.with_name(f".{path.name}.part")
+        try:
+            with open(part, "wb") as out:
+                np.savez(out, **{k: getattr(self, k) for k in _PARTS})
+            os.replace(part, path)
+        except OSError as exc:
+            part.unlink(missing_ok=True)
+            raise ModelError(
+                f"cannot write the flower look {path}: {exc.strerror or exc}"
+            ) from None
 
     @classmethod
     def load(cls, path: Path, embedding_size: int) -> FlowerLook:

@@ -11,7 +11,7 @@ so the simulated table reads its flowers as before. The network is fitted with P
 
 Then ``flower_look_above`` is chosen on the validation photos: of :data:`LOOK_ABOVE`, the one
 of best flower F1 (labelled area, IoU >= 0.5), ties to the larger (fewer tiles looked at);
-the figures without the look and at each setting go into ``training.validation``. Last the
+the figures without the look and at each setting go into ``training.flower_look``. Last the
 confidence calibration is fitted again, on the probabilities the look now gives.
 """
 
