@@ -19,6 +19,7 @@ from vision.flower_look import (
     VIEWS,
     FlowerLook,
     features,
+    flower_chance,
     merge,
     view_boxes,
 )
@@ -42,6 +43,14 @@ def test_the_features_are_the_tiles_embedding_then_its_middles():
     f = features(emb)
     assert f.shape == (3, 16)
     assert np.array_equal(f[:, :8], emb[:, 0]) and np.array_equal(f[:, 8:], emb[:, 1])
+
+
+def test_the_chance_of_a_flower_is_the_eight_together():
+    p = np.zeros((2, NUM_LABELS), np.float32)
+    p[0, FLOWER_LABELS[0]], p[0, FLOWER_LABELS[7]], p[0, 0] = 0.1, 0.2, 0.7
+    p[1, 5] = 1.0
+    assert flower_chance(p) == pytest.approx([0.3, 0.0])
+    assert flower_chance(p[0]) == pytest.approx(0.3)  # one tile's probabilities
 
 
 def test_features_refuse_the_wrong_shape():

@@ -431,6 +431,22 @@ def _preset_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
+def _check_model_to_write(model_dir: Path) -> None:
+    """Refuse, before any photo is read, a folder that is not a model or that cannot be
+    written into (said now, not after the work). Its flower look is not loaded here:
+    ``--flower-look`` and ``--quantise`` fit it again, and a look that no longer fits must not
+    stop them (the others say so when they read through it)."""
+    from controller.errors import ModelError
+    from vision.files import check_folder_takes_files
+    from vision.recognizer import TileRecognizer
+
+    TileRecognizer(model_dir, flower_look=False)
+    try:
+        check_folder_takes_files(model_dir)
+    except OSError as exc:
+        raise ModelError(f"cannot write into {model_dir}: {exc.strerror or exc}") from None
+
+
 def _retune(
     model_dir: Path,
     data: Path,
@@ -441,20 +457,14 @@ def _retune(
 ) -> int:
     """``train --retune``, ``--quantise`` or (``calibrate_only``) ``--calibrate-confidence``."""
     from controller.errors import ConfigError, ModelError
-    from vision.files import check_folder_takes_files
-    from vision.recognizer import HEAD_FILE, TileRecognizer
+    from vision.recognizer import HEAD_FILE
     from vision.training.confidence_fit import calibrate_model
     from vision.training.dataset import load_photos
     from vision.training.flower_look_fit import LookConfig, fit_flower_look
     from vision.training.quantise import classifier_path, is_quantised
     from vision.training.train import TrainConfig, quantise_model, tune
 
-    # a folder that is not a model: ModelError before any photo is read
-    TileRecognizer(model_dir, flower_look=False)
-    try:  # a folder it cannot write into: said now, not after the tuning
-        check_folder_takes_files(model_dir)
-    except OSError as exc:
-        raise ModelError(f"cannot write into {model_dir}: {exc.strerror or exc}") from None
+    _check_model_to_write(model_dir)
     photos = (
         load_photos(data / "real-photos", ["validation"]) if (data / "real-photos").is_dir() else []
     )
@@ -503,19 +513,11 @@ def _retune(
 
 def _fit_flower_look(model_dir: Path, data: Path, threads: int, seed: int) -> int:
     """``train --flower-look``."""
-    from controller.errors import ConfigError, ModelError
-    from vision.files import check_folder_takes_files
-    from vision.recognizer import TileRecognizer
+    from controller.errors import ConfigError
     from vision.training.dataset import load_photos
     from vision.training.flower_look_fit import LookConfig, fit_flower_look
 
-    # a folder that is not a model: ModelError before any photo is read (its look, which this
-    # replaces, may be one that no longer fits)
-    TileRecognizer(model_dir, flower_look=False)
-    try:
-        check_folder_takes_files(model_dir)
-    except OSError as exc:
-        raise ModelError(f"cannot write into {model_dir}: {exc.strerror or exc}") from None
+    _check_model_to_write(model_dir)
     photos = data / "real-photos"
     if not photos.is_dir():
         raise ConfigError(f"no real photos under {photos} to fit the flower look on")

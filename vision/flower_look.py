@@ -47,6 +47,12 @@ def view_boxes(box: Box) -> list[Box]:
     return [(x, y, w, h), (cx - w * MIDDLE / 2, cy - h * MIDDLE / 2, w * MIDDLE, h * MIDDLE)]
 
 
+def flower_chance(probs: np.ndarray) -> np.ndarray:
+    """The chance the classifier gives each tile of being a flower, the eight together, from
+    its probabilities of the 43 labels (the last axis): what decides who takes the look."""
+    return np.asarray(probs)[..., _FLOWERS].sum(axis=-1)
+
+
 def features(embeddings: np.ndarray) -> np.ndarray:
     """The look's input (N x 2E) from the embeddings of each tile's views (N x 2 x E): the
     tile's, then the middle's."""
@@ -125,9 +131,7 @@ class FlowerLook:
         :class:`~controller.errors.ModelError` for a file that is unreadable or does not fit."""
         try:
             with np.load(path) as data:
-                parts = {
-                    k: data[k].astype(np.float32) for k in ("mean", "scale", "w1", "b1", "w2", "b2")
-                }
+                parts = {k: data[k].astype(np.float32) for k in _PARTS}
         except Exception as exc:  # a truncated or foreign .npz, or a key missing
             raise ModelError(f"the flower look {path} is unreadable: {exc}") from None
         look = cls(**parts)

@@ -47,8 +47,16 @@ from vision.detection import (
     reading_order,
     scale_box,
 )
-from vision.flower_look import FLOWER_LOOK_FILE, VIEWS, FlowerLook, features, merge, view_boxes
-from vision.labels import BACK, FLOWER_LABELS, NUM_LABELS
+from vision.flower_look import (
+    FLOWER_LOOK_FILE,
+    VIEWS,
+    FlowerLook,
+    features,
+    flower_chance,
+    merge,
+    view_boxes,
+)
+from vision.labels import BACK, NUM_LABELS
 from vision.model_manifest import ModelManifest
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "models"
@@ -699,7 +707,7 @@ class TileRecognizer:
         on the trained head's mistakes)."""
         if self.flower_look is None or self.head is not None or not len(probs):
             return
-        which = np.flatnonzero(probs[:, list(FLOWER_LABELS)].sum(axis=1) >= self.flower_look_above)
+        which = np.flatnonzero(flower_chance(probs) >= self.flower_look_above)
         if not len(which):
             return
         feats = self.look_features(img, [boxes[k] for k in which], tile_emb[which])
@@ -721,12 +729,7 @@ class TileRecognizer:
             return np.zeros((0, VIEWS * self._embedding_size), np.float32)
         first = 0 if tile_emb is None else 1
         views = [self._crop(img, v) for b in boxes for v in view_boxes(b)[first:]]
-        x = np.ascontiguousarray(np.stack(views).transpose(0, 3, 1, 2), dtype=np.float32)
-        try:
-            (emb,) = self._classifier.run(["embedding"], {"crops": x})
-        except Exception as exc:
-            raise ModelError(f"the classifier model failed: {exc}") from None
-        emb = emb.reshape(len(boxes), VIEWS - first, -1)
+        emb = self._embeddings(np.stack(views)).reshape(len(boxes), VIEWS - first, -1)
         if tile_emb is not None:
             emb = np.concatenate([np.asarray(tile_emb, np.float32)[:, None], emb], axis=1)
         return features(emb)
@@ -761,7 +764,10 @@ class TileRecognizer:
         boxes = _box_list(boxes)
         if not boxes:
             return np.zeros((0, self._embedding_size), np.float32)
-        crops = self.crops(img, boxes)
+        return self._embeddings(self.crops(img, boxes))
+
+    def _embeddings(self, crops: np.ndarray) -> np.ndarray:
+        """The classifier's embeddings (N x E) of N x S x S x 3 crops."""
         x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
         try:
             (emb,) = self._classifier.run(["embedding"], {"crops": x})

@@ -26,13 +26,12 @@ import numpy as np
 
 from controller.errors import ModelError
 from vision.detection import Box
-from vision.flower_look import CLASSES, FLOWER_LOOK_FILE, VIEWS, FlowerLook
+from vision.flower_look import CLASSES, FLOWER_LOOK_FILE, VIEWS, FlowerLook, flower_chance
 from vision.labels import BACK, FLOWER_LABELS
 from vision.model_manifest import ModelManifest
 
 LOOK_ABOVE = (0.05, 0.1, 0.2, 0.35, 0.5)
 """The ``flower_look_above`` settings tried."""
-_FLOWERS = np.array(FLOWER_LABELS)
 HARD = 0.005
 """A tile that is not a flower teaches "not a flower" when the classifier gives it at least
 this chance of being one (and at random, :attr:`LookConfig.other_share` of the rest)."""
@@ -97,7 +96,7 @@ def _photo_truths(rec, photo) -> list[tuple[Box, int, float]]:
 
     found = rec.detect_with_probabilities(photo.image(), as_found=True)
     got = np.array([t.box for t, _ in found], np.float32).reshape(-1, 4)
-    chance = [0.0 if p is None else float(p[_FLOWERS].sum()) for _, p in found]
+    chance = [0.0 if p is None else float(flower_chance(p)) for _, p in found]
     out: list[tuple[Box, int, float]] = []
     for box, label in zip(boxes_at_found(photo.boxes, got), photo.labels, strict=True):
         same = np.flatnonzero((got == box).all(axis=1))
@@ -189,15 +188,15 @@ def fit_network(x: np.ndarray, y: np.ndarray, cfg: LookConfig) -> FlowerLook:
 
 
 def _flower_f1(rec, photos, images) -> float:
+    """Flower F1 over the labelled area of ``photos`` read by ``rec``, whose temperature is 1:
+    each detection's confidence is the raw probability the matching orders by, as tuning
+    scores its settings."""
     from vision.training.dataset import tile_f1
 
-    readings = []
-    for photo, image in zip(photos, images, strict=True):
-        found = rec.detect_with_probabilities(image)
-        preds = [
-            (t.box, t.label, t.confidence if p is None else float(p[t.label])) for t, p in found
-        ]
-        readings.append((preds, photo))
+    readings = [
+        ([(d.box, d.label, d.confidence) for d in rec.detect(image)], photo)
+        for photo, image in zip(photos, images, strict=True)
+    ]
     return round(tile_f1(readings, set(FLOWER_LABELS), labelled_area_only=True)["f1"], 4)
 
 
