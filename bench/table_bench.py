@@ -5,6 +5,7 @@ table have to ask, how fast does it answer, how much memory does the controller 
 
     python -m bench.table_bench                    # 100 hands, seed 1; about 40 minutes here
     python -m bench.table_bench --hands 20 --seed 5 --json out.json
+    python -m bench.table_bench --hands 5 --work /tmp/tb   # keep the table's log and inputs
 
 It plays ``--hands`` hands flat out with :class:`hardware_sim.table_sim.TableSim` (the
 simulated MCU on a pty, mock GPIO, the simulated camera read by the real vision pipeline, the
@@ -43,15 +44,25 @@ REPO = Path(__file__).resolve().parent.parent
 
 def controller_only(inputs: Path, log_path: Path) -> dict[str, object]:
     """Feed the recorded inputs to a fresh controller and log; its peak memory and whether
-    it emitted what the live run logged. Runs in its own process (see ``--controller-only``)."""
+    it emitted what the live run logged. Runs in its own process (see ``--controller-only``);
+    its log is a temporary one, removed after."""
+    from controller.table.store import EventLog
+
+    rss_start = peak_rss_mb()
+    with tempfile.TemporaryDirectory(prefix="table-bench-") as tmp:
+        log = EventLog(Path(tmp) / "replay.sqlite")
+        try:
+            return _replay(inputs, log_path, log, rss_start)
+        finally:
+            log.close()
+
+
+def _replay(inputs: Path, log_path: Path, log: Any, rss_start: float) -> dict[str, object]:
     from controller.table.events import event_from_json
     from controller.table.machine import TableController
     from controller.table.state import TableState
     from controller.table.store import EventLog
 
-    rss_start = peak_rss_mb()
-    fresh = Path(tempfile.mkdtemp(prefix="table-bench-")) / "replay.sqlite"
-    log = EventLog(fresh)
     controller = TableController(TableState())
     outputs = 0
     started = time.perf_counter()
@@ -66,7 +77,6 @@ def controller_only(inputs: Path, log_path: Path) -> dict[str, object]:
     live = [e.to_json() for _, e in original.events()]
     replayed = [e.to_json() for _, e in log.events()]
     original.close()
-    log.close()
     return {
         "inputs": sum(1 for _ in inputs.open(encoding="utf-8")),
         "outputs": outputs,
@@ -98,7 +108,7 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hands", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
@@ -109,8 +119,14 @@ def main() -> int:
         help="inject these faults (comma-separated: jam,lid,reset,unplug,camera,misread)",
     )
     ap.add_argument("--fault-rate", type=float, default=0.25, help="share of hands with a fault")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        help="keep the table's log (table.sqlite) and the controller's inputs here, to look "
+        "into a hand afterwards (default: a temporary folder, removed at the end)",
+    )
     ap.add_argument("--controller-only", nargs=2, metavar=("INPUTS", "LOG"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.controller_only:
         print(
             json.dumps(
@@ -119,7 +135,21 @@ def main() -> int:
         )
         return ExitCode.OK
 
-    work = Path(tempfile.mkdtemp(prefix="table-bench-"))
+    if args.work is not None:
+        # a log already there would be resumed, and its hands counted as this run's
+        if (args.work / "table.sqlite").exists():
+            ap.error(f"{args.work} already holds a table's log: give a new or empty folder")
+        try:
+            args.work.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            ap.error(f"cannot make {args.work}: {exc.strerror}")
+        return _bench(args, args.work)
+    with tempfile.TemporaryDirectory(prefix="table-bench-") as work:
+        return _bench(args, Path(work))
+
+
+def _bench(args: argparse.Namespace, work: Path) -> int:
+    """Play, replay and print the figures, the table's files in ``work``; the exit code."""
     db = work / "table.sqlite"
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cores; "
@@ -143,31 +173,29 @@ def _play_hands(args: argparse.Namespace, db: Path, inputs: Path) -> tuple[list[
     from controller.table.events import event_to_json_text
     from hardware_sim.table_sim import TableSim
 
-    journal = inputs.open("w", encoding="utf-8")
-
-    def record(e: object) -> None:
-        journal.write(event_to_json_text(e) + "\n")  # type: ignore[arg-type]
-
     reports = []
     started = time.perf_counter()
     faults = tuple(f for f in args.faults.split(",") if f)
-    with TableSim(
-        seed=args.seed, db=db, on_input=record, faults=faults, fault_rate=args.fault_rate
-    ) as sim:
-        for r in sim.play(args.hands):
-            reports.append(r)
-            flag = "WRONG" if r.mismatches else ("asked" if r.questions else "ok")
-            if r.corrections:
-                flag += ", corrected"
-            fault = f"  fault {r.fault}: {', '.join(r.faults) or 'not seen'}" if r.fault else ""
-            print(
-                f"  hand {r.hand:3d} {r.outcome:8s} {','.join(r.how) or '-':22s} "
-                f"{r.frames:4d} frames  {flag}{fault}",
-                flush=True,
-            )
-    took = time.perf_counter() - started
-    journal.close()
-    return reports, took
+    with inputs.open("w", encoding="utf-8") as journal:
+
+        def record(e: Any) -> None:
+            journal.write(event_to_json_text(e) + "\n")
+
+        with TableSim(
+            seed=args.seed, db=db, on_input=record, faults=faults, fault_rate=args.fault_rate
+        ) as sim:
+            for r in sim.play(args.hands):
+                reports.append(r)
+                flag = "WRONG" if r.mismatches else ("asked" if r.questions else "ok")
+                if r.corrections:
+                    flag += ", corrected"
+                fault = f"  fault {r.fault}: {', '.join(r.faults) or 'not seen'}" if r.fault else ""
+                print(
+                    f"  hand {r.hand:3d} {r.outcome:8s} {','.join(r.how) or '-':22s} "
+                    f"{r.frames:4d} frames  {flag}{fault}",
+                    flush=True,
+                )
+    return reports, time.perf_counter() - started
 
 
 def _print_hands_summary(reports: list[Any], took: float) -> list[Any]:
