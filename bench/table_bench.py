@@ -35,9 +35,12 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from controller.table.store import EventLog
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -57,7 +60,8 @@ def controller_only(inputs: Path, log_path: Path) -> dict[str, object]:
             log.close()
 
 
-def _replay(inputs: Path, log_path: Path, log: Any, rss_start: float) -> dict[str, object]:
+def _replay(inputs: Path, log_path: Path, log: EventLog, rss_start: float) -> dict[str, object]:
+    """What :func:`controller_only` measures, the replay logged to ``log``."""
     from controller.table.events import event_from_json
     from controller.table.machine import TableController
     from controller.table.state import TableState
