@@ -14,6 +14,8 @@ recogniser; printed:
 - the tiles found (a detection at IoU >= 0.5 with the tile, any label), of all tiles laid;
 - top-1: of the tiles found, the share read as their label (the target: >= 0.97 before
   enrolment, >= 0.99 after), and the classifier alone on the tiles' true boxes;
+- what the table would ask about: the share of the wrong reads, and of the right ones, that
+  need confirmation (the questions it asks the players);
 - the kinds read worst.
 
 Then two photos of the set are rendered as a user takes them for enrolment (the 34 kinds laid
@@ -64,18 +66,21 @@ MIDDLE = (2, 8)  # rows x tiles in the middle of the table
 
 @dataclass(frozen=True)
 class Reading:
-    """What one head read of the tables: per tile laid, whether it was found and with which
-    label, and the classifier's label at its true box."""
+    """What one head read of the tables: per tile laid, whether it was found, with which
+    label and whether that read asks to be confirmed, and the classifier's label at its true
+    box."""
 
     truth: np.ndarray  # the labels laid (tiles at least half in the picture)
     found: np.ndarray  # bool: a detection at IoU >= 0.5, any label
     read: np.ndarray  # the found detection's label, -1 where not found
+    asked: np.ndarray  # bool: the found detection needs confirmation (False where not found)
     at_box: np.ndarray  # the classifier's label at the tile's true box
     false_finds: int  # detections on no tile (IoU under 0.5 with every one)
 
     def figures(self) -> dict[str, Any]:
         found = self.found
         right = found & (self.read == self.truth)
+        wrong = found & ~right
         per_kind = {}
         for label in np.unique(self.truth):
             mine = found & (self.truth == label)
@@ -88,6 +93,11 @@ class Reading:
             "top1_at_true_boxes": float((self.at_box == self.truth).mean())
             if len(self.truth)
             else 0.0,
+            # what the table would ask about: the wrong reads it catches, and the right
+            # ones it asks about needlessly (the calibration was fitted on sets it was
+            # trained on; a new set's reads are where it is tested hardest)
+            "wrong_asked": float(self.asked[wrong].sum() / max(1, wrong.sum())),
+            "right_asked": float(self.asked[right].sum() / max(1, right.sum())),
             "by_kind": per_kind,
         }
 
@@ -200,25 +210,28 @@ def grid_photo(faces: FaceSet, rng: np.random.Generator, width: float = 56.0) ->
 def read(rec: TileRecognizer, scenes: list[Rendered]) -> Reading:
     """Every table read through the whole recogniser, and by the classifier at the true
     boxes."""
-    truth, found, got, at_box = [], [], [], []
+    truth, found, got, asked, at_box = [], [], [], [], []
     false_finds = 0
     for scene in scenes:
         labels = np.array([t.label for t in scene.tiles], np.int64)
         boxes = np.array([t.box for t in scene.tiles], np.float32).reshape(-1, 4)
-        dets = [(d.box, d.label, d.confidence) for d in rec.detect(scene.image)]
-        anyl = [(b, 0, c) for b, _, c in dets]
+        dets = rec.detect(scene.image)
+        anyl = [(d.box, 0, d.confidence) for d in dets]
         read_as = np.full(len(labels), -1, np.int64)
+        unsure = np.zeros(len(labels), bool)
         for i, j in match_detections(anyl, boxes, np.zeros(len(labels), np.int64)):
             if j is not None:
-                read_as[j] = dets[i][1]
+                read_as[j] = dets[i].label
+                unsure[j] = dets[i].needs_confirmation
             else:
                 false_finds += 1
         probs = rec.classify(scene.image, boxes)
         truth.append(labels)
         got.append(read_as)
         found.append(read_as >= 0)
+        asked.append(unsure)
         at_box.append(probs.argmax(axis=1) if len(probs) else np.zeros(0, np.int64))
-    return Reading(*(np.concatenate(a) for a in (truth, found, got, at_box)), false_finds)
+    return Reading(*(np.concatenate(a) for a in (truth, found, got, asked, at_box)), false_finds)
 
 
 def enrol(model: Path, faces: FaceSet, folder: Path, seed: int) -> tuple[Path | None, str]:
@@ -287,6 +300,12 @@ def run(
             f"{target:>8.2f}"
             f"{f['top1_at_true_boxes']:>19.3f}"
         )
+    for name, f in (("before", before), ("after", after)):
+        if f is not None:
+            print(
+                f"    the table would ask {name}: about {100 * f['wrong_asked']:.0f} % of "
+                f"the wrong reads, {100 * f['right_asked']:.0f} % of the right ones"
+            )
     print(f"    enrol said: {said}")
     for name, f in (("before", before), ("after", after)):
         if f is not None:

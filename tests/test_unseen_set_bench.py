@@ -36,12 +36,15 @@ def test_the_figures_count_finds_reads_and_the_classifier_alone():
         truth=np.array([0, 0, 5, BACK]),
         found=np.array([True, True, False, True]),
         read=np.array([0, 1, -1, BACK]),
+        asked=np.array([False, True, False, True]),
         at_box=np.array([0, 0, 5, 0]),
         false_finds=3,
     )
     f = reading.figures()
     assert f["tiles"] == 4 and f["found"] == 0.75 and f["false_finds"] == 3
     assert f["top1_found"] == pytest.approx(2 / 3)  # the 5m not found is not read
+    # the one wrong read is asked about; of the two right ones, the back is
+    assert f["wrong_asked"] == 1.0 and f["right_asked"] == 0.5
     assert f["top1_at_true_boxes"] == 0.75
     assert f["by_kind"] == {"1m": 0.5, "6m": 0.0, "back": 1.0}
 
@@ -71,6 +74,9 @@ def test_a_short_run_reads_the_set_then_enrols_it(shared_data, tmp_path, capsys)
     assert after["top1_found"] > before["top1_found"]
     assert after["top1_at_true_boxes"] >= 0.95
     assert "before enrolment" in printed and "after enrol, 2 photos" in printed
+    assert "the table would ask before: about" in printed
+    for f in (before, after):
+        assert 0 <= f["wrong_asked"] <= 1 and 0 <= f["right_asked"] <= 1
 
 
 def test_no_art_is_a_clear_failure(tmp_path, capsys):
