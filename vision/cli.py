@@ -274,24 +274,20 @@ def train_command(args: argparse.Namespace) -> int:
             f"no training data at {data} (expected tile-art/ and real-photos/); pass --data"
         )
     _check_train_numbers(args)
-    given = [
-        m
-        for m in (args.retune, args.quantise, args.calibrate_confidence, args.flower_look)
-        if m is not None
-    ]
+    given = _model_options_given(args)
     if len(given) > 1:
+        flags = [flag for flag, _ in MODEL_OPTIONS]
         raise ConfigError(
-            "--retune, --quantise, --calibrate-confidence and --flower-look each take a model: "
-            "give one of them"
+            f"{', '.join(flags[:-1])} and {flags[-1]} each take a model: give one of them"
         )
     if given:
-        _check_nothing_to_train(args)
+        _check_nothing_to_train(args, given[0][0])
         if args.flower_look is not None:
             return _fit_flower_look(
                 args.flower_look, data, args.threads or default_threads(), args.seed
             )
         return _retune(
-            given[0],
+            given[0][1],
             data,
             args.threads or default_threads(),
             args.tune_tables or TUNE_TABLES_DEFAULT,
@@ -346,20 +342,30 @@ def _check_train_numbers(args: argparse.Namespace) -> None:
         )
 
 
-def _check_nothing_to_train(args: argparse.Namespace) -> None:
-    """Refuse training options given with --retune or --quantise, which train nothing: said,
-    not silently dropped, as the user may think they trained."""
+MODEL_OPTIONS = (
+    ("--retune", "retune"),
+    ("--quantise", "quantise"),
+    ("--calibrate-confidence", "calibrate_confidence"),
+    ("--flower-look", "flower_look"),
+)
+"""The train options that take a model folder and work on it (flag, argument name)."""
+
+
+def _model_options_given(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The :data:`MODEL_OPTIONS` given, each with its model folder."""
+    return [
+        (flag, getattr(args, name))
+        for flag, name in MODEL_OPTIONS
+        if getattr(args, name) is not None
+    ]
+
+
+def _check_nothing_to_train(args: argparse.Namespace, option: str) -> None:
+    """Refuse training options given with ``option`` (one of :data:`MODEL_OPTIONS`), which
+    trains nothing but its own part: said, not silently dropped, as the user may think they
+    trained."""
     from controller.errors import ConfigError
 
-    option = (
-        "--retune"
-        if args.retune is not None
-        else "--quantise"
-        if args.quantise is not None
-        else "--flower-look"
-        if args.flower_look is not None
-        else "--calibrate-confidence"
-    )
     ignored = [
         f"--{name.replace('_', '-')}"
         for name in (

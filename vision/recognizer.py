@@ -739,11 +739,7 @@ class TileRecognizer:
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """Label probabilities for N x S x S x 3 crops, the box output when asked, and the
         embeddings."""
-        x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
-        try:
-            logits, emb, *placed = self._classifier.run(names, {"crops": x})
-        except Exception as exc:
-            raise ModelError(f"the classifier model failed: {exc}") from None
+        logits, emb, *placed = self._classifier_outputs(crops, names)
         if self.head is not None:
             logits = emb @ self.head[0] + self.head[1]
         probs = _softmax(logits)
@@ -768,12 +764,17 @@ class TileRecognizer:
 
     def _embeddings(self, crops: np.ndarray) -> np.ndarray:
         """The classifier's embeddings (N x E) of N x S x S x 3 crops."""
+        (emb,) = self._classifier_outputs(crops, ["embedding"])
+        return emb
+
+    def _classifier_outputs(self, crops: np.ndarray, names: list[str]) -> list[np.ndarray]:
+        """The classifier network's outputs ``names`` for N x S x S x 3 crops (the one place
+        it is run); :class:`~controller.errors.ModelError` when it fails."""
         x = np.ascontiguousarray(crops.transpose(0, 3, 1, 2), dtype=np.float32)
         try:
-            (emb,) = self._classifier.run(["embedding"], {"crops": x})
+            return list(self._classifier.run(names, {"crops": x}))
         except Exception as exc:
             raise ModelError(f"the classifier model failed: {exc}") from None
-        return emb
 
     def crops(self, img: np.ndarray, boxes: list[Box]) -> np.ndarray:
         """The classifier's crops (N x S x S x 3 ``uint8``) of the tiles at ``boxes`` in a BGR
