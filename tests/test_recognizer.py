@@ -23,6 +23,7 @@ from vision.recognizer import (
     DEFAULT_MODEL_DIR,
     ONE_TILE,
     ONE_TILE_UNION,
+    REREAD_MOVED_BELOW,
     REREAD_MOVED_IOU,
     SPANS_TWO,
     TileRecognizer,
@@ -332,19 +333,30 @@ def test_a_tile_placed_far_from_its_found_box_is_read_again_where_it_lies(rec):
         table="felt",
     )
     x, y, w, h = out.tiles[0].box
-    near = (x + 0.2 * w, y + 0.1 * h, w, h)  # placed at IoU 0.59 with it: just under
-    far = (x + 0.35 * w, y + 0.175 * h, w, h)
-    probs, placed = rec._read(out.image, [near, far, out.tiles[1].box])
-    assert all(
-        box_iou(p, b) < REREAD_MOVED_IOU for p, b in zip(placed[:2], (near, far), strict=True)
+    # found boxes off the tile by shares of its sides; each is placed back on it
+    sure, near, far = (
+        (x + f * w, y + g * h, w, h) for f, g in ((-0.2, -0.15), (0.2, 0.1), (0.35, 0.175))
     )
-    # each moved tile's reading is the mean of the two crops'; a tile placed where it was
-    # found is read once
-    for k, box in enumerate((near, far)):
-        both = (rec.classify(out.image, [box])[0] + rec.classify(out.image, [placed[k]])[0]) / 2
-        assert probs[k] == pytest.approx(both, abs=1e-6)
-    assert box_iou(placed[2], out.tiles[1].box) >= REREAD_MOVED_IOU
-    assert probs[2] == pytest.approx(rec.classify(out.image, [out.tiles[1].box])[0], abs=1e-6)
+    found = [sure, near, far, out.tiles[1].box]
+    probs, placed = rec._read(out.image, found)
+    first = rec.classify(out.image, found)
+    assert all(box_iou(p, b) < REREAD_MOVED_IOU for p, b in zip(placed[:3], found[:3], strict=True))
+    # read sure enough, a moved tile is read once (read again, it would have been surer)
+    assert first[0].max() >= REREAD_MOVED_BELOW
+    assert probs[0] == pytest.approx(first[0], abs=1e-6)
+    assert rec.classify(out.image, [placed[0]])[0].max() > first[0].max()
+    # read less surely, it is read again where it was placed and the surer reading kept:
+    # the near crop holds enough of the tile to be the surer, the far one not
+    kept = []
+    for k in (1, 2):
+        assert first[k].max() < REREAD_MOVED_BELOW
+        again = rec.classify(out.image, [placed[k]])[0]
+        kept.append("again" if again.max() > first[k].max() else "first")
+        assert probs[k] == pytest.approx(again if kept[-1] == "again" else first[k], abs=1e-6)
+    assert kept == ["first", "again"]
+    # a tile placed where it was found is read once
+    assert box_iou(placed[3], out.tiles[1].box) >= REREAD_MOVED_IOU
+    assert probs[3] == pytest.approx(first[3], abs=1e-6)
 
 
 @settings(max_examples=50, deadline=None)
