@@ -3,6 +3,8 @@ it exactly where it should."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import shutil
 
@@ -19,6 +21,7 @@ from vision.flower_look import (
     VIEWS,
     FlowerLook,
     features,
+    file_digest,
     flower_chance,
     merge,
     view_boxes,
@@ -99,6 +102,28 @@ def test_a_look_is_saved_and_loaded(tmp_path):
     back = FlowerLook.load(tmp_path / FLOWER_LOOK_FILE, 192)
     assert np.array_equal(back.b2, look.b2) and back.embedding_size == 192
     assert back.probabilities(np.zeros((2, VIEWS * 192))).argmax(axis=1).tolist() == [3, 3]
+
+
+def test_a_look_keeps_the_classifier_it_was_fitted_on_and_refuses_another(tmp_path):
+    path = tmp_path / FLOWER_LOOK_FILE
+    fitted_on, other = "a" * 64, "b" * 64
+    dataclasses.replace(_look(says=3), classifier=fitted_on).save(path)
+    assert FlowerLook.load(path, 192, fitted_on).classifier == fitted_on
+    assert FlowerLook.load(path, 192).classifier == fitted_on  # no digest asked: not checked
+    with pytest.raises(ModelError, match="fitted on another classifier") as err:
+        FlowerLook.load(path, 192, other)
+    assert f"mahjong-table train --flower-look {tmp_path}" in str(err.value)
+    # a look saved before the digest was recorded is taken on its shape alone
+    _look(says=3).save(path)
+    assert FlowerLook.load(path, 192, other).classifier == ""
+
+
+def test_a_models_file_digest_is_its_sha256_and_an_unreadable_file_a_model_error(tmp_path):
+    path = tmp_path / "classifier.onnx"
+    path.write_bytes(b"weights")
+    assert file_digest(path) == hashlib.sha256(b"weights").hexdigest()
+    with pytest.raises(ModelError, match="cannot be read"):
+        file_digest(tmp_path / "missing.onnx")
 
 
 def test_a_look_that_cannot_be_written_is_a_model_error_and_leaves_nothing(tmp_path):
@@ -199,6 +224,21 @@ def test_a_look_setting_off_its_range_is_refused(tmp_path, value):
 def test_a_look_that_does_not_fit_the_classifier_is_refused(tmp_path):
     with pytest.raises(ModelError, match="does not fit"):
         _model_with(tmp_path, _look(size=64))
+
+
+def test_a_look_fitted_on_another_classifier_is_refused(tmp_path):
+    # the same shape, so only the digest tells: a classifier replaced beside an old look
+    stale = dataclasses.replace(_look(says=3), classifier="0" * 64)
+    with pytest.raises(ModelError, match="fitted on another classifier"):
+        _model_with(tmp_path, stale)
+    # without the look the folder reads as its classifier alone
+    assert TileRecognizer(tmp_path / "model", flower_look=False).flower_look is None
+
+
+def test_the_committed_look_is_bound_to_the_committed_classifier():
+    look = TileRecognizer(threads=2).flower_look
+    assert look is not None
+    assert look.classifier == file_digest(DEFAULT_MODEL_DIR / "classifier.onnx")
 
 
 class _SpoiltEmbeddings:

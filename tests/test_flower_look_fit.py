@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from controller.errors import ModelError
-from vision.flower_look import CLASSES, FLOWER_LOOK_FILE, VIEWS, FlowerLook
+from vision.flower_look import CLASSES, FLOWER_LOOK_FILE, VIEWS, FlowerLook, file_digest
 from vision.labels import BACK, FLOWER_LABELS
 from vision.model_manifest import ModelManifest
 from vision.recognizer import DEFAULT_MODEL_DIR, HEAD_FILE, TileRecognizer
@@ -67,7 +67,9 @@ def test_a_fit_writes_a_look_the_recogniser_takes(model):
     record = manifest.training["flower_look"]
     assert record["fitted"] and record["flower_views"] >= 10
     assert ModelManifest.read(model).training["flower_look"] == record
-    assert TileRecognizer(model).flower_look is not None
+    # bound to the classifier it was fitted on
+    look = TileRecognizer(model).flower_look
+    assert look is not None and look.classifier == file_digest(model / "classifier.onnx")
 
 
 def test_too_few_flowers_fit_no_look_and_remove_an_old_one(model):

@@ -14,10 +14,16 @@ Of the views tried, the middle carried the gain: each quarter of the tile enlarg
 validation photos and under one on the held-out ones, at five crops a tile instead of one
 (the tile's own embedding is the classifier's first reading, kept). Training:
 :mod:`vision.training.flower_look_fit`.
+
+A look reads one classifier's embeddings, so it records the SHA-256 of the classifier file it
+was fitted on, and a recogniser whose classifier is another refuses it: a classifier replaced
+by hand beside an old look of the same shape would otherwise read every flower wrong, and say
+nothing. (A look saved before the digest was recorded is taken on its shape alone.)
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +43,16 @@ CLASSES = len(FLOWER_LABELS) + 1
 """The look's outputs: the eight flowers in label order, then "not a flower"."""
 _FLOWERS = np.array(FLOWER_LABELS)
 _PARTS = ("mean", "scale", "w1", "b1", "w2", "b2")
+_CLASSIFIER = "classifier"
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of the file at ``path``, in hex; :class:`~controller.errors.ModelError`
+    when it cannot be read."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ModelError(f"the model file {path} cannot be read: {exc.strerror or exc}") from None
 
 
 def view_boxes(box: Box) -> list[Box]:
@@ -88,7 +104,8 @@ def merge(probs: np.ndarray, look: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class FlowerLook:
     """The look's network: standardise the features, one hidden layer of ReLUs, nine
-    probabilities."""
+    probabilities; ``classifier`` the SHA-256 of the classifier file it was fitted on
+    (:func:`file_digest`; empty where it was not recorded)."""
 
     mean: np.ndarray
     scale: np.ndarray
@@ -96,6 +113,7 @@ class FlowerLook:
     b1: np.ndarray
     w2: np.ndarray
     b2: np.ndarray
+    classifier: str = ""
 
     @property
     def embedding_size(self) -> int:
@@ -117,7 +135,10 @@ class FlowerLook:
         part = path.with_name(f".{path.name}.part")
         try:
             with open(part, "wb") as out:
-                np.savez(out, **{k: getattr(self, k) for k in _PARTS})
+                parts = {k: getattr(self, k) for k in _PARTS}
+                if self.classifier:
+                    parts[_CLASSIFIER] = np.array(self.classifier)
+                np.savez(out, **parts)
             os.replace(part, path)
         except OSError as exc:
             part.unlink(missing_ok=True)
@@ -126,15 +147,23 @@ class FlowerLook:
             ) from None
 
     @classmethod
-    def load(cls, path: Path, embedding_size: int) -> FlowerLook:
-        """The look saved at ``path`` for a classifier of ``embedding_size``;
-        :class:`~controller.errors.ModelError` for a file that is unreadable or does not fit."""
+    def load(cls, path: Path, embedding_size: int, classifier: str | None = None) -> FlowerLook:
+        """The look saved at ``path`` for a classifier of ``embedding_size`` whose file's
+        digest is ``classifier`` (None: not checked); :class:`~controller.errors.ModelError`
+        for a file that is unreadable, does not fit, or was fitted on another classifier."""
         try:
             with np.load(path) as data:
                 parts = {k: data[k].astype(np.float32) for k in _PARTS}
+                fitted_on = str(data[_CLASSIFIER]) if _CLASSIFIER in data.files else ""
         except Exception as exc:  # a truncated or foreign .npz, or a key missing
             raise ModelError(f"the flower look {path} is unreadable: {exc}") from None
-        look = cls(**parts)
+        if classifier is not None and fitted_on and fitted_on != classifier:
+            raise ModelError(
+                f"the flower look {path} was fitted on another classifier than its folder's: "
+                f"fit it again (mahjong-table train --flower-look {Path(path).parent}) or "
+                "remove it"
+            )
+        look = cls(**parts, classifier=fitted_on)
         n = VIEWS * embedding_size
         hidden = look.b1.shape[0] if look.b1.ndim == 1 else -1
         shapes_fit = (

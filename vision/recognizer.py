@@ -52,6 +52,7 @@ from vision.flower_look import (
     VIEWS,
     FlowerLook,
     features,
+    file_digest,
     flower_chance,
     merge,
     view_boxes,
@@ -552,7 +553,8 @@ class TileRecognizer:
         path = self.model_dir / FLOWER_LOOK_FILE
         if not path.exists():
             return None
-        return FlowerLook.load(path, self._embedding_size)
+        classifier = file_digest(self.manifest.file(self.model_dir, "classifier"))
+        return FlowerLook.load(path, self._embedding_size, classifier)
 
     # -- running ------------------------------------------------------------------------------
 

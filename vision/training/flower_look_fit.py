@@ -26,7 +26,14 @@ import numpy as np
 
 from controller.errors import ModelError
 from vision.detection import Box
-from vision.flower_look import CLASSES, FLOWER_LOOK_FILE, VIEWS, FlowerLook, flower_chance
+from vision.flower_look import (
+    CLASSES,
+    FLOWER_LOOK_FILE,
+    VIEWS,
+    FlowerLook,
+    file_digest,
+    flower_chance,
+)
 from vision.labels import BACK, FLOWER_LABELS
 from vision.model_manifest import ModelManifest
 
@@ -233,7 +240,9 @@ def fit_flower_look(
         manifest = manifest.with_training(flower_look={"fitted": False, "flower_views": flowers})
         manifest.write(model_dir)
         return manifest
-    look = fit_network(x, y, cfg)
+    # the look reads this classifier's embeddings: it is bound to the file's bytes
+    classifier = file_digest(manifest.file(model_dir, "classifier"))
+    look = replace(fit_network(x, y, cfg), classifier=classifier)
     look.save(path)
     record: dict[str, Any] = {"fitted": True, "views": len(y), "flower_views": flowers}
     if val_photos:
